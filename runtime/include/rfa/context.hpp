@@ -1,0 +1,85 @@
+// The Vulkan context: which device runs RFA-VK, created by the runtime or adopted from an app.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rfa/status.hpp"
+
+namespace rfa {
+
+namespace gpu { class Context; }
+
+const char* version();  // "0.1.0"
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  std::string type;    // discrete | integrated | virtual | cpu | other
+  std::string driver;  // driver name and info, e.g. "llvmpipe (Mesa 22.3.6 (LLVM 15.0.6))"
+  std::string api;     // "1.3.230"
+  uint32_t vendor_id = 0, device_id = 0;
+  uint64_t device_local_bytes = 0;
+  bool has_compute_queue = false;
+};
+
+// Lists the Vulkan devices the loader sees (no device is created).
+Result<std::vector<DeviceInfo>> list_devices();
+
+enum class MessageSeverity { verbose = 0, info = 1, warning = 2, error = 3 };
+using MessageCallback = std::function<void(MessageSeverity, const char* message)>;
+
+struct ContextOptions {
+  // Device choice: "" picks discrete > integrated > virtual > cpu; else an index ("1") or a
+  // case-insensitive name substring ("llvmpipe"). When empty, the RFA_DEVICE variable is used.
+  std::string device;
+  // Validation layer + debug messenger: -1 follows RFA_VALIDATION (=1 on), 0 off, 1 on.
+  int validation = -1;
+  // Receives validation and driver messages; default: warnings and errors go to stderr.
+  MessageCallback on_message;
+  // Device memory the runtime may use, in bytes; 0 = 90% of the device-local heaps.
+  uint64_t memory_budget = 0;
+  // GPU timestamps around every dispatch when the device supports them.
+  bool timestamps = true;
+};
+
+// An app's own Vulkan objects. The runtime records into `queue` (externally synchronized through
+// Context::lock_queue when the app shares it) and never destroys any of them.
+struct AdoptedDevice {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_device = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queue_family = 0;
+  // Device extensions the app enabled (the runtime uses VK_KHR_push_descriptor only if listed).
+  std::vector<std::string> enabled_extensions;
+};
+
+class Context {
+ public:
+  static Result<std::unique_ptr<Context>> create(const ContextOptions& options = {});
+  static Result<std::unique_ptr<Context>> adopt(const AdoptedDevice& device, const ContextOptions& options = {});
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  DeviceInfo device_info() const;
+  std::string capabilities_summary() const;  // multi-line, for --list-devices / --json
+  // Validation messages of warning or error severity seen so far (tests assert it stays 0).
+  uint64_t validation_message_count() const;
+  bool lost() const;
+
+  gpu::Context& impl() { return *impl_; }
+  const gpu::Context& impl() const { return *impl_; }
+
+ private:
+  explicit Context(std::unique_ptr<gpu::Context> impl);
+  std::unique_ptr<gpu::Context> impl_;
+};
+
+}  // namespace rfa

@@ -1,0 +1,92 @@
+// The canonical, physical form of one RFA attention layer (RFA.md §3).
+// Every model (the paper's Algorithm 1, the author's reference code, the baselines) is loaded into
+// these per-head numbers and switches; kernels see nothing else.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rfa {
+
+// How the covariance Vcov(lag) of a transported key is formed (RFA-REFERENCE.md §4.3).
+enum class Covariance : uint32_t {
+  stationary = 0,          // paper Alg. 1: s2t (1 - E^2) + eta2 E^2 + gamma2 (+ cov_floor)
+  ou_rate = 1,             // reference default: sigma2 (1-E^2)/(2 mu), or sigma2 lag when |mu| < 1e-5
+  residual_diffusion = 2,  // learn_decay: s2t (1 - E^2) + sigma2 lag + eta2 E^2 + gamma2
+  hybrid = 3,              // use_ss_process_noise: s2t lag if |mu| < 1e-5 else s2t (1 - E^2)
+  colored = 4,             // use_colored_prior: ou_rate + exponential + periodic terms, floored
+};
+
+// Additive bias B(lag) on the logit (RFA-REFERENCE.md §5.2, "additive_bias_type").
+enum class AdditiveBias : uint32_t {
+  none = 0,          // 0
+  neg_log_vcov = 1,  // -log Vcov
+  linear_lag = 2,    // -(sigma2 / (eta2 + gamma2)) lag (ALiBi-like)
+};
+
+// Precision P inside the robust term (RFA-REFERENCE.md §5.2, "multiplicative_bias_type").
+enum class RobustPrecision : uint32_t {
+  inv_sqrt_d = 0,   // 1 / sqrt(D)
+  inv_nu_vcov = 1,  // 1 / (nu Vcov)
+  inv_linear = 2,   // 1 / (sigma2 lag + eta2)
+};
+
+struct AttentionSwitches {
+  Covariance covariance = Covariance::ou_rate;
+  AdditiveBias additive_bias = AdditiveBias::neg_log_vcov;
+  RobustPrecision precision = RobustPrecision::inv_nu_vcov;
+  bool robust = true;          // Student-t: L = B - kappa log(1 + P R2); false: Gaussian L = B - P R2
+  bool full_residual = true;   // false: R2 = -E cross (pure-rotation / RoPE limit)
+  bool counter_rotate = true;  // rotate the aggregate back by e^{+i omega t_i} (rotate_values)
+  bool causal = true;
+  bool shift_rotation = true;  // a non-zero lag shift also rotates the output by e^{+i omega s}
+  bool gate = false;           // inner residual with the confidence gate (paper C.4, reference M2.7)
+  bool complex_input_norm = false;   // complex RMS norm on Q, K, V (use_complex_input_norm = 1)
+  bool complex_output_norm = false;  // complex RMS norm on the aggregate (use_complex_output_norm)
+  double min_exponent = -10.0;  // clamp on -mu * lag (reference); -inf-like (-1e30) disables it
+  double max_exponent = 0.0;
+  double cov_floor = 0.01;      // constant added to Vcov (reference cov_epsilon; paper: 0)
+};
+
+// Physical per-head numbers. Names follow the paper; comments give the reference's raw source.
+struct HeadParams {
+  double mu = 0;         // decay rate (scale_r * mu_v, or scale_r * sigmoid(mu_v) + eps)
+  double sigma2 = 0;     // process-noise rate (softplus(sigma_v))
+  double s2t = 0;        // stationary variance sigma-tilde^2 (softplus(sigma_tilde_v)); used by
+                         // stationary / residual_diffusion / hybrid covariances
+  double eta2 = 0;       // key measurement noise (softplus(eta_v) + eps)
+  double gamma2 = 0;     // query measurement noise (softplus(gamma_v) + eps)
+  double nu = 0;         // Student-t degrees of freedom
+  double kappa = 1;      // robust exponent (nu + D) / D
+  double tau = 1;        // inverse temperature on the whole logit
+  double lag_shift = 0;  // added to every lag (softplus(t_shift_param), or an explicit t_shift)
+  // colored prior (Covariance::colored), already transformed (RFA-REFERENCE.md §4.3 item 2)
+  double c_exp = 0, beta_exp = 0, a_per = 0, b_per = 0, omega_per = 0;
+  // confidence gate (paper C.4): g = sigmoid(exp(gate_scale_log) (logsumexp energy + gate_c) - gate_prior_log)
+  double gate_prior_log = 0, gate_scale_log = 0, gate_c = 0;
+};
+
+// One attention layer in physical form.
+struct AttentionParams {
+  int heads = 1;
+  int dim = 1;  // D: complex dims per head (queries, keys and values alike)
+  AttentionSwitches sw;
+  std::vector<HeadParams> head;      // [heads]
+  std::vector<double> omega;         // [heads * dim], rotation frequency of each complex dim
+  // complex RMS-norm gains, [heads * dim] each, empty when that norm is off
+  std::vector<double> norm_q, norm_k, norm_v, norm_o;
+};
+
+// The noise regime of a head (RFA.md §5).
+enum class Regime : uint32_t { diffusive = 0, integrative = 1, brownian = 2 };
+const char* regime_name(Regime r);
+
+struct RegimeInfo {
+  double stationary_variance = 0;  // s2t (paper) or sigma2 / (2 mu) (reference)
+  double alpha = 0;                // eta2 - stationary variance
+  double beta = 0;                 // gamma2 + stationary variance + cov_floor
+  Regime regime = Regime::diffusive;
+};
+
+}  // namespace rfa

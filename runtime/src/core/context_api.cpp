@@ -1,0 +1,66 @@
+// The public rfa::Context: a thin face over gpu::Context.
+#include <sstream>
+
+#include "gpu/context.hpp"
+#include "gpu/memory.hpp"
+#include "rfa/context.hpp"
+
+namespace rfa {
+
+namespace gpu {
+Result<std::vector<DeviceInfo>> list_devices_impl();
+}
+
+const char* version() { return RFA_VERSION_STRING; }
+
+Result<std::vector<DeviceInfo>> list_devices() { return gpu::list_devices_impl(); }
+
+Context::Context(std::unique_ptr<gpu::Context> impl) : impl_(std::move(impl)) {}
+Context::~Context() = default;
+
+Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) {
+  auto c = gpu::Context::create(options);
+  if (!c) return c.status();
+  return std::unique_ptr<Context>(new Context(c.take()));
+}
+
+Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& device, const ContextOptions& options) {
+  auto c = gpu::Context::adopt(device, options);
+  if (!c) return c.status();
+  return std::unique_ptr<Context>(new Context(c.take()));
+}
+
+DeviceInfo Context::device_info() const {
+  const gpu::Capabilities& c = impl_->caps();
+  DeviceInfo d;
+  d.index = impl_->device_index();
+  d.name = c.device_name;
+  d.type = c.type_name();
+  d.driver = c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
+  d.api = c.api_string();
+  d.vendor_id = c.vendor_id;
+  d.device_id = c.device_id;
+  d.device_local_bytes = c.device_local_bytes;
+  d.has_compute_queue = true;
+  return d;
+}
+
+std::string Context::capabilities_summary() const {
+  const gpu::Capabilities& c = impl_->caps();
+  std::ostringstream o;
+  o << "device: " << c.device_name << " (" << c.type_name() << "), Vulkan " << c.api_string() << "\n"
+    << "driver: " << c.driver_name << (c.driver_info.empty() ? "" : " " + c.driver_info) << "\n"
+    << "subgroup size: " << c.subgroup_size << (c.subgroup_arithmetic() ? " (arithmetic)" : "") << "\n"
+    << "shared memory: " << c.max_shared_memory << " bytes, workgroup invocations: " << c.max_workgroup_invocations << "\n"
+    << "16-bit storage: " << (c.storage_16bit ? "yes" : "no") << ", float16: " << (c.shader_float16 ? "yes" : "no")
+    << ", push descriptors: " << (c.push_descriptors ? "yes" : "no") << "\n"
+    << "timestamps: " << (c.timestamps ? "yes" : "no") << " (period " << c.timestamp_period_ns << " ns)\n"
+    << "device-local memory: " << (c.device_local_bytes >> 20) << " MiB" << (c.unified_memory ? " (unified)" : "") << "\n"
+    << "memory budget: " << (impl_->allocator().budget() >> 20) << " MiB";
+  return o.str();
+}
+
+uint64_t Context::validation_message_count() const { return impl_->validation_message_count(); }
+bool Context::lost() const { return impl_->lost(); }
+
+}  // namespace rfa

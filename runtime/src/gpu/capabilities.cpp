@@ -1,0 +1,118 @@
+#include "gpu/capabilities.hpp"
+
+#include <cstring>
+
+namespace rfa::gpu {
+
+const char* device_type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+std::string Capabilities::type_name() const { return device_type_name(device_type); }
+
+std::string Capabilities::api_string() const {
+  return std::to_string(VK_API_VERSION_MAJOR(api_version)) + "." +
+         std::to_string(VK_API_VERSION_MINOR(api_version)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(api_version));
+}
+
+static bool has_device_extension(VkPhysicalDevice phys, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, exts.data());
+  for (auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+Capabilities probe_capabilities(VkInstance, VkPhysicalDevice phys, uint32_t queue_family) {
+  Capabilities c;
+
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props2.pNext = &subgroup;
+  bool has_driver_props = has_device_extension(phys, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  VkPhysicalDeviceProperties base;
+  vkGetPhysicalDeviceProperties(phys, &base);
+  if (has_driver_props || base.apiVersion >= VK_API_VERSION_1_2) subgroup.pNext = &driver;
+  vkGetPhysicalDeviceProperties2(phys, &props2);
+  const VkPhysicalDeviceProperties& p = props2.properties;
+
+  c.api_version = p.apiVersion;
+  c.vendor_id = p.vendorID;
+  c.device_id = p.deviceID;
+  c.driver_version = p.driverVersion;
+  c.device_type = p.deviceType;
+  c.device_name = p.deviceName;
+  if (subgroup.pNext) {
+    c.driver_name = driver.driverName;
+    c.driver_info = driver.driverInfo;
+  }
+  if (c.driver_name.empty()) c.driver_name = "driver " + std::to_string(p.driverVersion);
+
+  c.subgroup_size = subgroup.subgroupSize ? subgroup.subgroupSize : 1;
+  if (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) c.subgroup_ops = subgroup.supportedOperations;
+
+  const VkPhysicalDeviceLimits& l = p.limits;
+  c.max_shared_memory = l.maxComputeSharedMemorySize;
+  c.max_workgroup_invocations = l.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) {
+    c.max_workgroup_size[i] = l.maxComputeWorkGroupSize[i];
+    c.max_workgroup_count[i] = l.maxComputeWorkGroupCount[i];
+  }
+  c.max_push_constants = l.maxPushConstantsSize;
+  c.max_storage_buffer_range = l.maxStorageBufferRange;
+  c.storage_buffer_alignment = l.minStorageBufferOffsetAlignment;
+  c.non_coherent_atom = l.nonCoherentAtomSize;
+  c.timestamp_period_ns = l.timestampPeriod;
+
+  VkPhysicalDevice16BitStorageFeatures f16storage{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16arith{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats.pNext = &f16storage;
+  if (p.apiVersion >= VK_API_VERSION_1_2 || has_device_extension(phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
+    f16storage.pNext = &f16arith;
+  vkGetPhysicalDeviceFeatures2(phys, &feats);
+  c.storage_16bit = f16storage.storageBuffer16BitAccess;
+  c.shader_float16 = f16storage.pNext ? f16arith.shaderFloat16 : false;
+  c.shader_float64 = feats.features.shaderFloat64;
+  c.push_descriptors = has_device_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qf.data());
+  if (queue_family < nq) c.timestamp_valid_bits = qf[queue_family].timestampValidBits;
+  c.timestamps = l.timestampComputeAndGraphics && c.timestamp_valid_bits > 0 && l.timestampPeriod > 0;
+
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(phys, &mem);
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i) {
+    MemoryHeapInfo h;
+    h.size = mem.memoryHeaps[i].size;
+    h.device_local = (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+    if (h.device_local) c.device_local_bytes += h.size;
+    c.heaps.push_back(h);
+  }
+  const VkMemoryPropertyFlags unified = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
+                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
+    if ((mem.memoryTypes[i].propertyFlags & unified) != unified) continue;
+    // A small host-visible device-local window (resizable-BAR off: 256 MiB) is not unified memory.
+    if (mem.memoryHeaps[mem.memoryTypes[i].heapIndex].size >= (uint64_t(1) << 30) ||
+        c.device_type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || c.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+      c.unified_memory = true;
+  }
+  return c;
+}
+
+}  // namespace rfa::gpu

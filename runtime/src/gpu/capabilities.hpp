@@ -1,0 +1,59 @@
+// Everything the runtime needs to know about a physical device, probed once.
+// Kernel variants are chosen from this struct and the problem shape, never from ad-hoc queries.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rfa::gpu {
+
+struct MemoryHeapInfo {
+  uint64_t size = 0;
+  bool device_local = false;
+};
+
+struct Capabilities {
+  uint32_t api_version = 0;
+  uint32_t vendor_id = 0, device_id = 0, driver_version = 0;
+  VkPhysicalDeviceType device_type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  std::string device_name, driver_name, driver_info;
+
+  uint32_t subgroup_size = 1;
+  VkSubgroupFeatureFlags subgroup_ops = 0;  // in compute shaders
+  bool subgroup_arithmetic() const { return (subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0; }
+
+  uint32_t max_shared_memory = 16384;        // maxComputeSharedMemorySize
+  uint32_t max_workgroup_invocations = 128;  // maxComputeWorkGroupInvocations
+  uint32_t max_workgroup_size[3] = {128, 1, 1};
+  uint32_t max_workgroup_count[3] = {65535, 65535, 65535};
+  uint32_t max_push_constants = 128;
+  uint64_t max_storage_buffer_range = 1u << 27;
+  uint64_t storage_buffer_alignment = 256;  // minStorageBufferOffsetAlignment
+  uint64_t non_coherent_atom = 256;
+
+  bool storage_16bit = false;   // storageBuffer16BitAccess
+  bool shader_float16 = false;  // shaderFloat16 (VK_KHR_shader_float16_int8 / 1.2)
+  bool shader_float64 = false;
+  bool push_descriptors = false;  // VK_KHR_push_descriptor
+
+  bool timestamps = false;        // timestampComputeAndGraphics and valid bits on the compute queue
+  double timestamp_period_ns = 1.0;
+  uint32_t timestamp_valid_bits = 0;
+
+  std::vector<MemoryHeapInfo> heaps;
+  uint64_t device_local_bytes = 0;
+  bool unified_memory = false;  // a device-local memory type is also host-visible and coherent
+
+  std::string type_name() const;
+  std::string api_string() const;  // "1.3.230"
+};
+
+// Fills the struct from a physical device (queries only; creates nothing).
+Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family);
+
+const char* device_type_name(VkPhysicalDeviceType t);
+
+}  // namespace rfa::gpu

@@ -1,0 +1,430 @@
+#include "gpu/context.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu/memory.hpp"
+#include "gpu/pipeline.hpp"
+#include "gpu/vk_check.hpp"
+
+namespace rfa::gpu {
+namespace {
+
+const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+bool instance_has_layer(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  for (auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+bool instance_has_extension(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
+  for (auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+bool device_has_extension(VkPhysicalDevice phys, const char* name) {
+  uint32_t n = 0;
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, exts.data());
+  for (auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+// The first queue family with compute; a compute-only family is preferred on discrete GPUs only
+// when it also has timestamps, otherwise the universal family (simpler sharing with graphics).
+int find_compute_family(VkPhysicalDevice phys) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, qf.data());
+  for (uint32_t i = 0; i < n; ++i)
+    if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && qf[i].queueCount > 0) return (int)i;
+  return -1;
+}
+
+int type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+  }
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = (char)std::tolower((unsigned char)c);
+  return s;
+}
+
+VKAPI_ATTR VkBool32 VKAPI_CALL debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                              VkDebugUtilsMessageTypeFlagsEXT,
+                                              const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* ctx = static_cast<Context*>(user);
+  MessageSeverity sev = MessageSeverity::verbose;
+  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) sev = MessageSeverity::error;
+  else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) sev = MessageSeverity::warning;
+  else if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT) sev = MessageSeverity::info;
+  ctx->deliver_message(sev, data && data->pMessage ? data->pMessage : "(no message)");
+  return VK_FALSE;
+}
+
+struct Enumerated {
+  VkInstance instance = VK_NULL_HANDLE;
+  std::vector<VkPhysicalDevice> devices;
+};
+
+Status create_instance(bool validation, bool* portability, VkInstance* out) {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "rfa-vk";
+  app.pEngineName = "rfa-vk";
+  app.apiVersion = VK_API_VERSION_1_1;  // the floor; newer features are probed per device
+
+  std::vector<const char*> layers, exts;
+  if (validation) {
+    if (!instance_has_layer(kValidationLayer))
+      return Status(Code::device_error,
+                    "validation was requested (RFA_VALIDATION or options.validation) but the layer "
+                    "VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)");
+    layers.push_back(kValidationLayer);
+    exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+  }
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  // MoltenVK and other non-conformant drivers only appear with portability enumeration.
+  *portability = instance_has_extension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+  if (*portability) {
+    exts.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+    ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
+  ci.pApplicationInfo = &app;
+  ci.enabledLayerCount = (uint32_t)layers.size();
+  ci.ppEnabledLayerNames = layers.data();
+  ci.enabledExtensionCount = (uint32_t)exts.size();
+  ci.ppEnabledExtensionNames = exts.data();
+  VkResult r = vkCreateInstance(&ci, nullptr, out);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
+    return Status(Code::device_error, "no Vulkan driver found (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER); "
+                                      "install one, e.g. Debian's mesa-vulkan-drivers");
+  VK_TRY(r);
+  return Status::Ok();
+}
+
+std::vector<VkPhysicalDevice> physical_devices(VkInstance inst) {
+  uint32_t n = 0;
+  vkEnumeratePhysicalDevices(inst, &n, nullptr);
+  std::vector<VkPhysicalDevice> devs(n);
+  if (n) vkEnumeratePhysicalDevices(inst, &n, devs.data());
+  devs.resize(n);
+  return devs;
+}
+
+DeviceInfo describe(VkInstance inst, VkPhysicalDevice phys, int index) {
+  int family = find_compute_family(phys);
+  Capabilities c = probe_capabilities(inst, phys, family < 0 ? 0 : (uint32_t)family);
+  DeviceInfo d;
+  d.index = index;
+  d.name = c.device_name;
+  d.type = c.type_name();
+  d.driver = c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
+  d.api = c.api_string();
+  d.vendor_id = c.vendor_id;
+  d.device_id = c.device_id;
+  d.device_local_bytes = c.device_local_bytes;
+  d.has_compute_queue = family >= 0;
+  return d;
+}
+
+// Picks a device: an explicit selector (index or name substring) or the best type.
+Result<int> select_device(VkInstance inst, const std::vector<VkPhysicalDevice>& devs, const std::string& sel) {
+  if (devs.empty())
+    return Status(Code::device_error, "no Vulkan physical device found; install a driver "
+                                      "(Debian: mesa-vulkan-drivers for the CPU device lavapipe)");
+  std::string listing;
+  for (size_t i = 0; i < devs.size(); ++i) {
+    DeviceInfo d = describe(inst, devs[i], (int)i);
+    listing += "\n  " + std::to_string(i) + ": " + d.name + " (" + d.type + ")";
+  }
+  if (!sel.empty()) {
+    bool numeric = std::all_of(sel.begin(), sel.end(), [](char c) { return std::isdigit((unsigned char)c); });
+    if (numeric) {
+      long idx = std::strtol(sel.c_str(), nullptr, 10);
+      if (idx < 0 || idx >= (long)devs.size())
+        return Status(Code::device_error, "device index " + sel + " is out of range; devices:" + listing);
+      if (find_compute_family(devs[(size_t)idx]) < 0)
+        return Status(Code::device_error, "device " + sel + " has no compute queue; devices:" + listing);
+      return (int)idx;
+    }
+    for (size_t i = 0; i < devs.size(); ++i) {
+      DeviceInfo d = describe(inst, devs[i], (int)i);
+      if (lower(d.name).find(lower(sel)) != std::string::npos && d.has_compute_queue) return (int)i;
+    }
+    return Status(Code::device_error, "no Vulkan device with a compute queue matches '" + sel + "'; devices:" + listing);
+  }
+  int best = -1, best_rank = -1;
+  for (size_t i = 0; i < devs.size(); ++i) {
+    if (find_compute_family(devs[i]) < 0) continue;
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devs[i], &p);
+    if (type_rank(p.deviceType) > best_rank) {
+      best_rank = type_rank(p.deviceType);
+      best = (int)i;
+    }
+  }
+  if (best < 0) return Status(Code::device_error, "no Vulkan device has a compute queue; devices:" + listing);
+  return best;
+}
+
+}  // namespace
+
+Result<std::vector<DeviceInfo>> list_devices_impl() {
+  bool portability = false;
+  VkInstance inst = VK_NULL_HANDLE;
+  Status s = create_instance(false, &portability, &inst);
+  if (!s.ok()) return s;
+  std::vector<DeviceInfo> out;
+  auto devs = physical_devices(inst);
+  for (size_t i = 0; i < devs.size(); ++i) out.push_back(describe(inst, devs[i], (int)i));
+  vkDestroyInstance(inst, nullptr);
+  return out;
+}
+
+void Context::deliver_message(MessageSeverity sev, const char* msg) {
+  if (sev >= MessageSeverity::warning) validation_messages_.fetch_add(1);
+  if (on_message_) {
+    on_message_(sev, msg);
+  } else if (sev >= MessageSeverity::warning) {
+    std::fprintf(stderr, "rfa-vk: vulkan %s: %s\n", sev == MessageSeverity::error ? "error" : "warning", msg);
+  }
+}
+
+Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) {
+  std::unique_ptr<Context> ctx(new Context());
+  ctx->owns_ = true;
+  ctx->on_message_ = options.on_message;
+  bool validation = options.validation < 0 ? env_flag("RFA_VALIDATION") : options.validation > 0;
+
+  bool portability = false;
+  RFA_TRY(create_instance(validation, &portability, &ctx->instance_));
+
+  if (validation) {
+    auto create_messenger = (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+        ctx->instance_, "vkCreateDebugUtilsMessengerEXT");
+    if (!create_messenger) return Status(Code::device_error, "VK_EXT_debug_utils is missing: cannot report validation messages");
+    VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+    mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+    mi.pfnUserCallback = debug_callback;
+    mi.pUserData = ctx.get();
+    VK_TRY(create_messenger(ctx->instance_, &mi, nullptr, &ctx->messenger_));
+  }
+
+  auto devs = physical_devices(ctx->instance_);
+  std::string sel = options.device;
+  if (sel.empty())
+    if (const char* env = std::getenv("RFA_DEVICE")) sel = env;
+  auto idx = select_device(ctx->instance_, devs, sel);
+  if (!idx) return idx.status();
+  ctx->device_index_ = *idx;
+  ctx->phys_ = devs[(size_t)*idx];
+  ctx->queue_family_ = (uint32_t)find_compute_family(ctx->phys_);
+  Capabilities caps = probe_capabilities(ctx->instance_, ctx->phys_, ctx->queue_family_);
+
+  std::vector<const char*> exts;
+  if (caps.push_descriptors) exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  // The spec requires enabling VK_KHR_portability_subset wherever the device exposes it.
+  if (device_has_extension(ctx->phys_, "VK_KHR_portability_subset")) exts.push_back("VK_KHR_portability_subset");
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = ctx->queue_family_;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+
+  // Enable the optional features the kernels can use (16-bit storage) when present.
+  VkPhysicalDevice16BitStorageFeatures f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  f16.storageBuffer16BitAccess = caps.storage_16bit ? VK_TRUE : VK_FALSE;
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats.pNext = &f16;
+
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.pNext = &feats;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = (uint32_t)exts.size();
+  di.ppEnabledExtensionNames = exts.data();
+  VK_TRY(vkCreateDevice(ctx->phys_, &di, nullptr, &ctx->device_));
+  vkGetDeviceQueue(ctx->device_, ctx->queue_family_, 0, &ctx->queue_);
+  ctx->caps_ = caps;
+  RFA_TRY(ctx->init_common(options));
+  return ctx;
+}
+
+Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const ContextOptions& options) {
+  if (!a.instance || !a.physical_device || !a.device || !a.queue)
+    return Status(Code::invalid_argument, "adopt: instance, physical_device, device and queue must all be set");
+  std::unique_ptr<Context> ctx(new Context());
+  ctx->owns_ = false;
+  ctx->on_message_ = options.on_message;
+  ctx->instance_ = a.instance;
+  ctx->phys_ = a.physical_device;
+  ctx->device_ = a.device;
+  ctx->queue_ = a.queue;
+  ctx->queue_family_ = a.queue_family;
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(a.physical_device, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(a.physical_device, &nq, qf.data());
+  if (a.queue_family >= nq || !(qf[a.queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
+    return Status(Code::invalid_argument, "adopt: queue family " + std::to_string(a.queue_family) + " has no compute support");
+  ctx->caps_ = probe_capabilities(a.instance, a.physical_device, a.queue_family);
+  // Only use what the app enabled on its device.
+  bool push = false;
+  for (auto& e : a.enabled_extensions)
+    if (e == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) push = true;
+  ctx->caps_.push_descriptors = ctx->caps_.push_descriptors && push;
+  ctx->caps_.storage_16bit = false;  // unknown whether the app enabled the feature
+  RFA_TRY(ctx->init_common(options));
+  return ctx;
+}
+
+Status Context::init_common(const ContextOptions& options) {
+  timestamps_ = options.timestamps;
+  uint64_t budget = options.memory_budget;
+  if (budget == 0) budget = caps_.device_local_bytes / 10 * 9;
+  allocator_ = std::make_unique<Allocator>(*this, budget);
+  pipelines_ = std::make_unique<PipelineCache>(*this);
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  pi.queueFamilyIndex = queue_family_;
+  VK_TRY(vkCreateCommandPool(device_, &pi, nullptr, &once_pool_));
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VK_TRY(vkCreateFence(device_, &fi, nullptr, &once_fence_));
+  return Status::Ok();
+}
+
+Context::~Context() {
+  if (device_) vkDeviceWaitIdle(device_);
+  pipelines_.reset();
+  allocator_.reset();
+  if (device_) {
+    if (once_fence_) vkDestroyFence(device_, once_fence_, nullptr);
+    if (once_pool_) vkDestroyCommandPool(device_, once_pool_, nullptr);
+  }
+  if (!owns_) return;  // an adopted device, queue and instance belong to the app
+  if (device_) vkDestroyDevice(device_, nullptr);
+  if (messenger_) {
+    auto destroy = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT");
+    if (destroy) destroy(instance_, messenger_, nullptr);
+  }
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+Status Context::usable() const {
+  if (lost_.load()) return Status(Code::device_lost, "the Vulkan device was lost earlier; create a new context");
+  return Status::Ok();
+}
+
+Status Context::note(Status s) {
+  if (s.code() == Code::device_lost) lost_.store(true);
+  return s;
+}
+
+Status Context::submit_once(const std::function<void(VkCommandBuffer)>& record) {
+  RFA_TRY(usable());
+  std::lock_guard<std::mutex> once_lock(once_mutex_);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = once_pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  VkCommandBuffer cb = VK_NULL_HANDLE;
+  RFA_TRY(note([&]() -> Status { VK_TRY(vkAllocateCommandBuffers(device_, &ai, &cb)); return Status::Ok(); }()));
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  vkBeginCommandBuffer(cb, &bi);
+  record(cb);
+  vkEndCommandBuffer(cb);
+  Status s = [&]() -> Status {
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cb;
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      VK_TRY(vkQueueSubmit(queue_, 1, &si, once_fence_));
+    }
+    VK_TRY(vkWaitForFences(device_, 1, &once_fence_, VK_TRUE, UINT64_MAX));
+    VK_TRY(vkResetFences(device_, 1, &once_fence_));
+    return Status::Ok();
+  }();
+  vkFreeCommandBuffers(device_, once_pool_, 1, &cb);
+  return note(s);
+}
+
+Status Context::upload(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset) {
+  RFA_TRY(usable());
+  if (dst_offset + bytes > dst.size)
+    return Status(Code::invalid_argument, "upload of " + std::to_string(bytes) + " bytes at offset " +
+                                              std::to_string(dst_offset) + " exceeds buffer '" + dst.label +
+                                              "' of " + std::to_string(dst.size) + " bytes");
+  if (bytes == 0) return Status::Ok();
+  if (dst.mapped) {
+    std::memcpy(dst.mapped + dst_offset, src, bytes);
+    return Status::Ok();
+  }
+  auto staging = allocator_->allocate(bytes, MemoryKind::upload, "staging upload");
+  if (!staging) return staging.status();
+  std::memcpy(staging->mapped, src, bytes);
+  return submit_once([&](VkCommandBuffer cb) {
+    VkBufferCopy c{staging->offset, dst.offset + dst_offset, bytes};
+    vkCmdCopyBuffer(cb, staging->vk, dst.vk, 1, &c);
+  });
+}
+
+Status Context::download(const Buffer& src, void* dst, size_t bytes, size_t src_offset) {
+  RFA_TRY(usable());
+  if (src_offset + bytes > src.size)
+    return Status(Code::invalid_argument, "download of " + std::to_string(bytes) + " bytes at offset " +
+                                              std::to_string(src_offset) + " exceeds buffer '" + src.label +
+                                              "' of " + std::to_string(src.size) + " bytes");
+  if (bytes == 0) return Status::Ok();
+  if (src.mapped) {
+    std::memcpy(dst, src.mapped + src_offset, bytes);
+    return Status::Ok();
+  }
+  auto staging = allocator_->allocate(bytes, MemoryKind::readback, "staging readback");
+  if (!staging) return staging.status();
+  RFA_TRY(submit_once([&](VkCommandBuffer cb) {
+    VkBufferCopy c{src.offset + src_offset, staging->offset, bytes};
+    vkCmdCopyBuffer(cb, src.vk, staging->vk, 1, &c);
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }));
+  std::memcpy(dst, staging->mapped, bytes);
+  return Status::Ok();
+}
+
+}  // namespace rfa::gpu

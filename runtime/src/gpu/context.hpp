@@ -1,0 +1,85 @@
+// Instance, physical device, device and queue: created here or adopted from an app.
+// Owns the allocator and the pipeline cache of that device. No global state: two contexts (or two
+// sessions on one context, from two threads) never share anything mutable without a lock.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "gpu/capabilities.hpp"
+#include "rfa/context.hpp"
+#include "rfa/status.hpp"
+
+namespace rfa::gpu {
+
+class Allocator;
+class PipelineCache;
+struct Buffer;
+
+class Context {
+ public:
+  static Result<std::unique_ptr<Context>> create(const ContextOptions& options);
+  static Result<std::unique_ptr<Context>> adopt(const AdoptedDevice& device, const ContextOptions& options);
+  ~Context();
+
+  VkInstance instance() const { return instance_; }
+  VkPhysicalDevice physical_device() const { return phys_; }
+  VkDevice device() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  const Capabilities& caps() const { return caps_; }
+  bool owns_device() const { return owns_; }
+  bool timestamps_enabled() const { return timestamps_ && caps_.timestamps; }
+  int device_index() const { return device_index_; }
+
+  Allocator& allocator() { return *allocator_; }
+  PipelineCache& pipelines() { return *pipelines_; }
+
+  // Vulkan queues are externally synchronized: every submit goes through this lock.
+  std::mutex& queue_mutex() { return queue_mutex_; }
+
+  // Device loss is sticky: after it every call that would touch the GPU returns device_lost.
+  bool lost() const { return lost_.load(); }
+  Status usable() const;
+  // Records device loss from a failed call's Status and passes the Status through.
+  Status note(Status s);
+
+  // Synchronous helpers: mapped memcpy where the buffer is host-visible, staging copy otherwise.
+  Status upload(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset = 0);
+  Status download(const Buffer& src, void* dst, size_t bytes, size_t src_offset = 0);
+  // Records `record` into a one-time command buffer, submits it and waits.
+  Status submit_once(const std::function<void(VkCommandBuffer)>& record);
+
+  uint64_t validation_message_count() const { return validation_messages_.load(); }
+  void deliver_message(MessageSeverity sev, const char* msg);
+
+ private:
+  Context() = default;
+  Status init_common(const ContextOptions& options);
+
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice phys_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  int device_index_ = 0;
+  bool owns_ = false;
+  bool timestamps_ = true;
+  Capabilities caps_;
+  MessageCallback on_message_;
+  std::atomic<uint64_t> validation_messages_{0};
+  std::atomic<bool> lost_{false};
+  std::mutex queue_mutex_;
+  std::mutex once_mutex_;
+  VkCommandPool once_pool_ = VK_NULL_HANDLE;
+  VkFence once_fence_ = VK_NULL_HANDLE;
+  std::unique_ptr<Allocator> allocator_;
+  std::unique_ptr<PipelineCache> pipelines_;
+};
+
+}  // namespace rfa::gpu

@@ -1,0 +1,62 @@
+// Compute pipelines, created lazily from (shader name, specialization constants) and cached.
+// Every binding is a storage buffer at set 0, binding i; push constants start at offset 0.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rfa/status.hpp"
+
+namespace rfa::gpu {
+
+class Context;
+
+// The specialization vector: constant_id i is the i-th value added. Ops build it in one place
+// with a comment per index, mirroring the `layout(constant_id = i)` lines of their shader.
+class SpecConstants {
+ public:
+  SpecConstants& u32(uint32_t v) { values_.push_back(v); return *this; }
+  SpecConstants& i32(int32_t v) { uint32_t u; std::memcpy(&u, &v, 4); return u32(u); }
+  SpecConstants& f32(float v) { uint32_t u; std::memcpy(&u, &v, 4); return u32(u); }
+  SpecConstants& flag(bool v) { return u32(v ? 1u : 0u); }  // a GLSL `const bool` spec constant
+  const std::vector<uint32_t>& values() const { return values_; }
+
+ private:
+  std::vector<uint32_t> values_;
+};
+
+struct Pipeline {
+  std::string shader;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+  uint32_t bindings = 0;
+  uint32_t push_bytes = 0;
+  bool push_descriptors = false;
+};
+
+class PipelineCache {
+ public:
+  explicit PipelineCache(Context& ctx);
+  ~PipelineCache();
+  // The pipeline for this shader and specialization; built on first use.
+  Result<const Pipeline*> get(const char* shader, uint32_t bindings, uint32_t push_bytes,
+                              const SpecConstants& spec = {});
+  size_t size() const;
+
+ private:
+  Context& ctx_;
+  VkPipelineCache vk_cache_ = VK_NULL_HANDLE;
+  std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+  std::map<std::string, VkShaderModule> modules_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace rfa::gpu

@@ -1,0 +1,35 @@
+// Linear y = x W^T + b on the GPU: carries every projection and FFN of the model.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/context.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/recorder.hpp"
+
+namespace rfa::ops {
+
+struct LinearShape {
+  uint32_t rows = 0;  // M: tokens (times batch)
+  uint32_t in = 0;    // K
+  uint32_t out = 0;   // N
+};
+
+struct LinearOptions {
+  bool relu = false;        // fused ReLU after the bias
+  bool accumulate = false;  // y += x W^T + b (fused residual add)
+};
+
+// Which kernel serves a shape: the 64x64 tiled one, or the row-streaming one for few rows.
+struct LinearParams {
+  enum class Kernel { tiled, gemv } kernel = Kernel::tiled;
+  uint32_t groups_x = 1, groups_y = 1;
+};
+LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearShape& s);
+
+// x: [rows, in], w: [out, in], bias: [out] or nullptr, y: [rows, out].
+Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x, const gpu::Buffer& w,
+                     const gpu::Buffer* bias, const gpu::Buffer& y, const LinearShape& shape,
+                     const LinearOptions& opt = {});
+
+}  // namespace rfa::ops

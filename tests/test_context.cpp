@@ -1,0 +1,171 @@
+// The Vulkan context: device listing and choice, adopting an app's device, the validation path,
+// the memory budget and sub-allocation, and clear errors for absent devices.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "ops/linear.hpp"
+#include "reference/ops_ref.hpp"
+#include "test_support.hpp"
+
+using namespace rfa;
+
+TEST_CASE("devices are listed with type, driver and API version") {
+  auto devs = list_devices();
+  REQUIRE_MESSAGE(devs.ok(), devs.status().to_string());
+  REQUIRE(!devs->empty());
+  for (auto& d : *devs) {
+    CHECK(!d.name.empty());
+    CHECK(!d.type.empty());
+    CHECK(!d.driver.empty());
+    CHECK(d.api.find('.') != std::string::npos);
+  }
+  CHECK(!test::context().device_info().name.empty());
+  CHECK(test::context().capabilities_summary().find("device:") != std::string::npos);
+}
+
+TEST_CASE("a device selector that matches nothing is a clear error, not a crash") {
+  ContextOptions o;
+  o.validation = 1;
+  o.device = "no-such-gpu-anywhere";
+  auto c = Context::create(o);
+  REQUIRE(!c.ok());
+  CHECK(c.status().code() == Code::device_error);
+  CHECK(c.status().message().find("no-such-gpu-anywhere") != std::string::npos);
+  o.device = "97";
+  c = Context::create(o);
+  REQUIRE(!c.ok());
+  CHECK(c.status().message().find("out of range") != std::string::npos);
+}
+
+TEST_CASE("the validation path catches a message provoked on purpose") {
+  uint64_t seen = 0;
+  std::string text;
+  ContextOptions o;
+  o.validation = 1;
+  o.on_message = [&](MessageSeverity sev, const char* msg) {
+    if (sev >= MessageSeverity::warning) {
+      ++seen;
+      text = msg;
+    }
+  };
+  auto c = Context::create(o);
+  REQUIRE(c.ok());
+  // A zero-sized buffer violates VUID-VkBufferCreateInfo-size-00912.
+  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bi.size = 0;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer b = VK_NULL_HANDLE;
+  VkResult r = vkCreateBuffer((*c)->impl().device(), &bi, nullptr, &b);
+  if (r == VK_SUCCESS && b) vkDestroyBuffer((*c)->impl().device(), b, nullptr);
+  CHECK(seen >= 1);
+  CHECK(text.find("size") != std::string::npos);
+  CHECK((*c)->validation_message_count() >= 1);
+}
+
+TEST_CASE("an app's own instance, device and queue can be adopted, used and handed back") {
+  // The app side: plain Vulkan, validation on.
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.apiVersion = VK_API_VERSION_1_1;
+  const char* layer = "VK_LAYER_KHRONOS_validation";
+  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ici.pApplicationInfo = &app;
+  ici.enabledLayerCount = 1;
+  ici.ppEnabledLayerNames = &layer;
+  VkInstance inst = VK_NULL_HANDLE;
+  REQUIRE(vkCreateInstance(&ici, nullptr, &inst) == VK_SUCCESS);
+  uint32_t n = 0;
+  vkEnumeratePhysicalDevices(inst, &n, nullptr);
+  REQUIRE(n > 0);
+  std::vector<VkPhysicalDevice> devs(n);
+  vkEnumeratePhysicalDevices(inst, &n, devs.data());
+  VkPhysicalDevice phys = devs[0];
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qf(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qf.data());
+  uint32_t family = 0;
+  while (family < nq && !(qf[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+  REQUIRE(family < nq);
+  float prio = 1.f;
+  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qci.queueFamilyIndex = family;
+  qci.queueCount = 1;
+  qci.pQueuePriorities = &prio;
+  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  dci.queueCreateInfoCount = 1;
+  dci.pQueueCreateInfos = &qci;
+  VkDevice dev = VK_NULL_HANDLE;
+  REQUIRE(vkCreateDevice(phys, &dci, nullptr, &dev) == VK_SUCCESS);
+  VkQueue queue = VK_NULL_HANDLE;
+  vkGetDeviceQueue(dev, family, 0, &queue);
+
+  {
+    AdoptedDevice a{inst, phys, dev, queue, family, {}};
+    auto c = Context::adopt(a, {});
+    REQUIRE_MESSAGE(c.ok(), c.status().to_string());
+    gpu::Context& g = (*c)->impl();
+    CHECK(!g.owns_device());
+    CHECK(!g.caps().push_descriptors);  // the app did not enable it: pooled descriptor sets are used
+    // Run a Linear on the adopted device.
+    LinearWeights w;
+    w.in = 5;
+    w.out = 3;
+    w.weight = {{3, 5}, test::random_floats(15, 4)};
+    w.bias = {{3}, test::random_floats(3, 5)};
+    std::vector<float> x = test::random_floats(10, 6);
+    auto bx = g.allocator().allocate(40, gpu::MemoryKind::device, "x");
+    auto bw = g.allocator().allocate(60, gpu::MemoryKind::device, "w");
+    auto bb = g.allocator().allocate(12, gpu::MemoryKind::device, "b");
+    auto by = g.allocator().allocate(24, gpu::MemoryKind::device, "y");
+    REQUIRE((bx.ok() && bw.ok() && bb.ok() && by.ok()));
+    REQUIRE(g.upload(*bx, x.data(), 40).ok());
+    REQUIRE(g.upload(*bw, w.weight.data.data(), 60).ok());
+    REQUIRE(g.upload(*bb, w.bias.data.data(), 12).ok());
+    gpu::Recorder rec(g);
+    REQUIRE(rec.begin().ok());
+    REQUIRE(ops::record_linear(g, rec, *bx, *bw, &*bb, *by, {2, 5, 3}).ok());
+    REQUIRE(rec.submit_and_wait().ok());
+    std::vector<float> y(6);
+    REQUIRE(g.download(*by, y.data(), 24).ok());
+    std::vector<double> ref = ref::linear(w, std::vector<double>(x.begin(), x.end()), 2);
+    CHECK_CLOSE_VEC(y, ref, 1e-5, 1e-5);
+  }  // runtime destroyed here: it must not destroy the app's handles
+
+  // The app's handles are still valid: use the queue and device, then destroy them ourselves.
+  CHECK(vkQueueWaitIdle(queue) == VK_SUCCESS);
+  CHECK(vkDeviceWaitIdle(dev) == VK_SUCCESS);
+  vkDestroyDevice(dev, nullptr);
+  vkDestroyInstance(inst, nullptr);
+}
+
+TEST_CASE("the memory budget gives a clear out-of-memory error and allocations are reused") {
+  ContextOptions o;
+  o.validation = 1;
+  o.memory_budget = 1 << 20;  // 1 MiB
+  auto c = Context::create(o);
+  REQUIRE(c.ok());
+  gpu::Allocator& al = (*c)->impl().allocator();
+  auto a = al.allocate(600 << 10, gpu::MemoryKind::device, "first tensor");
+  REQUIRE(a.ok());
+  auto b = al.allocate(600 << 10, gpu::MemoryKind::device, "second tensor");
+  REQUIRE(!b.ok());
+  CHECK(b.status().code() == Code::out_of_memory);
+  CHECK(b.status().message().find("second tensor") != std::string::npos);
+  CHECK(b.status().message().find("budget") != std::string::npos);
+  uint64_t reserved = al.reserved_bytes();
+  a->release();
+  CHECK(al.used_bytes() == 0);
+  auto d = al.allocate(900 << 10, gpu::MemoryKind::device, "third tensor");
+  CHECK(d.ok());
+  CHECK(al.reserved_bytes() == reserved);  // sub-allocated from the same block, no new VkDeviceMemory
+  CHECK(al.peak_bytes() >= (900u << 10));
+  // Many small tensors share one block.
+  std::vector<gpu::Buffer> small;
+  for (int i = 0; i < 20; ++i) {
+    auto s = al.allocate(100, gpu::MemoryKind::device, "small");
+    REQUIRE(s.ok());
+    small.push_back(s.take());
+  }
+  CHECK(al.reserved_bytes() == reserved);
+}
