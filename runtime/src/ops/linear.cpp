@@ -1,13 +1,23 @@
 #include "ops/linear.hpp"
 
+#include <cstdlib>
+#include <vector>
+
 #include "gpu/pipeline.hpp"
 
 namespace rfa::ops {
 
 LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearShape& s) {
   LinearParams p;
-  // Below 8 rows a 64-row tile is mostly padding; the GEMV kernel streams W once per row instead.
-  if (s.rows < 8) {
+  // RFA_LINEAR_KERNEL=tiled|gemv|direct overrides the choice (to compare kernels on one device).
+  const char* force = std::getenv("RFA_LINEAR_KERNEL");
+  std::string f = force ? force : "";
+  if (f == "direct" || (f.empty() && caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU)) {
+    p.kernel = LinearParams::Kernel::direct;  // 8x8 invocations of 4x4 blocks: 32x32 per workgroup
+    p.groups_x = (s.out + 31) / 32;
+    p.groups_y = (s.rows + 31) / 32;
+  } else if (f == "gemv" || (f.empty() && s.rows < 8)) {
+    // Below 8 rows a 64-row tile is mostly padding; the GEMV kernel streams W once per row instead.
     p.kernel = LinearParams::Kernel::gemv;
     p.groups_x = (s.out + 3) / 4;
     p.groups_y = s.rows;
@@ -15,7 +25,6 @@ LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearSha
     p.groups_x = (s.out + 63) / 64;
     p.groups_y = (s.rows + 63) / 64;
   }
-  (void)caps;
   return p;
 }
 
@@ -28,10 +37,13 @@ Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x
   if (xs / 4 >= (1ull << 32) || ws / 4 >= (1ull << 32) || ys / 4 >= (1ull << 32))
     return Status(Code::unsupported, "linear: a tensor has 2^32 or more elements (32-bit indexing)");
   LinearParams p = choose_linear_params(ctx.caps(), s);
-  // constant_id 0: RELU, 1: ACCUMULATE (same in both kernels)
+  // constant_id 0: RELU, 1: ACCUMULATE (the same in every linear kernel)
   gpu::SpecConstants spec;
   spec.flag(opt.relu).flag(opt.accumulate);
-  auto pipe = ctx.pipelines().get(p.kernel == LinearParams::Kernel::gemv ? "linear_gemv" : "linear", 4, 16, spec);
+  const char* shader = p.kernel == LinearParams::Kernel::gemv         ? "linear_gemv"
+                       : p.kernel == LinearParams::Kernel::direct ? "linear_direct"
+                                                                  : "linear";
+  auto pipe = ctx.pipelines().get(shader, 4, 16, spec);
   if (!pipe) return pipe.status();
   struct {
     uint32_t M, N, K, has_bias;
@@ -40,6 +52,32 @@ Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x
   rec.dispatch(**pipe, {gpu::in(x), gpu::in(w), gpu::in(bias ? *bias : w), opt.accumulate ? gpu::inout(y) : gpu::out(y)},
                &push, p.groups_x, p.groups_y, 1, "linear");
   return Status::Ok();
+}
+
+Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x, const LinearGpu& w,
+                     const gpu::Buffer& y, uint32_t rows, const LinearOptions& opt) {
+  return record_linear(ctx, rec, x, w.weight, w.has_bias ? &w.bias : nullptr, y, {rows, w.in, w.out}, opt);
+}
+
+Result<LinearGpu> LinearGpu::create(gpu::Context& ctx, const LinearWeights& lw, const std::string& label) {
+  LinearGpu g;
+  g.in = (uint32_t)lw.in;
+  g.out = (uint32_t)lw.out;
+  if (lw.weight.data.size() != (size_t)lw.in * lw.out)
+    return Status(Code::invalid_argument, label + ".weight: " + std::to_string(lw.weight.data.size()) +
+                                              " values for a [" + std::to_string(lw.out) + "," + std::to_string(lw.in) + "] matrix");
+  auto w = ctx.allocator().allocate(lw.weight.data.size() * 4, gpu::MemoryKind::device, label + ".weight");
+  if (!w) return w.status();
+  g.weight = w.take();
+  RFA_TRY(ctx.upload(g.weight, lw.weight.data.data(), lw.weight.data.size() * 4));
+  if (!lw.bias.data.empty()) {
+    auto b = ctx.allocator().allocate(lw.bias.data.size() * 4, gpu::MemoryKind::device, label + ".bias");
+    if (!b) return b.status();
+    g.bias = b.take();
+    g.has_bias = true;
+    RFA_TRY(ctx.upload(g.bias, lw.bias.data.data(), lw.bias.data.size() * 4));
+  }
+  return g;
 }
 
 }  // namespace rfa::ops

@@ -6,6 +6,7 @@
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
 #include "gpu/recorder.hpp"
+#include "model/model.hpp"
 
 namespace rfa::ops {
 
@@ -20,16 +21,26 @@ struct LinearOptions {
   bool accumulate = false;  // y += x W^T + b (fused residual add)
 };
 
-// Which kernel serves a shape: the 64x64 tiled one, or the row-streaming one for few rows.
+// Which kernel serves a shape and layout.
 struct LinearParams {
-  enum class Kernel { tiled, gemv } kernel = Kernel::tiled;
+  enum class Kernel { tiled, gemv, direct } kernel = Kernel::tiled;
   uint32_t groups_x = 1, groups_y = 1;
 };
 LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearShape& s);
+
+// A Linear layer's weights on the device ([out, in] as PyTorch stores them, and the bias).
+struct LinearGpu {
+  gpu::Buffer weight, bias;
+  uint32_t in = 0, out = 0;
+  bool has_bias = false;
+  static Result<LinearGpu> create(gpu::Context& ctx, const LinearWeights& w, const std::string& label);
+};
 
 // x: [rows, in], w: [out, in], bias: [out] or nullptr, y: [rows, out].
 Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x, const gpu::Buffer& w,
                      const gpu::Buffer* bias, const gpu::Buffer& y, const LinearShape& shape,
                      const LinearOptions& opt = {});
+Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x, const LinearGpu& w,
+                     const gpu::Buffer& y, uint32_t rows, const LinearOptions& opt = {});
 
 }  // namespace rfa::ops

@@ -1,0 +1,97 @@
+// Models and sessions: load an RFA model folder, run it on the GPU, stream it step by step through
+// a KV cache, and probe what each head does.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rfa/context.hpp"
+#include "rfa/params.hpp"
+#include "rfa/status.hpp"
+
+namespace rfa {
+
+struct Model;  // a loaded, validated model (host memory); see model_info()
+
+// Loads and validates `dir` (config.json + model.safetensors [+ tokenizer files]).
+Result<std::shared_ptr<const Model>> load_model_dir(const std::string& dir);
+
+struct ModelInfo {
+  std::string name, architecture, tokenizer;
+  int layers = 0, heads = 0, head_dim = 0, d_e = 0, d_in = 0, vocab = 0, hidden = 0;
+  int input_dim = 0;   // values per position for signal/attention inputs (d_in or d_e); 0 for lm
+  int output_dim = 0;  // vocab (lm), d_in (signal), d_e (attention)
+};
+ModelInfo model_info(const Model& m);
+
+// Physical parameters and regime of one head (RFA.md §5).
+struct HeadSummary {
+  int layer = 0, head = 0;
+  HeadParams params;
+  RegimeInfo regime;
+  double omega_min = 0, omega_max = 0;  // band of |omega| over the head's complex dims
+};
+std::vector<HeadSummary> head_summaries(const Model& m);
+const AttentionParams& layer_params(const Model& m, int layer);
+std::string model_summary(const Model& m);  // printable per-layer, per-head table
+
+struct SessionOptions {
+  int batch = 1;
+  int max_context = 4096;  // positions per batch row; caches are reserved up front
+};
+
+struct RowDiagnostics {
+  double entropy = 0, log_partition = 0, max_weight = 0, expected_lag = 0;
+  double mass_beyond[4] = {0, 0, 0, 0};
+};
+
+struct KernelCurves {
+  std::vector<double> lags;
+  std::vector<double> decay, vcov, precision, bias;  // [lags], for one head
+};
+
+class Session {
+ public:
+  static Result<std::unique_ptr<Session>> create(Context& ctx, std::shared_ptr<const Model> model,
+                                                 const SessionOptions& options = {});
+  ~Session();
+
+  // Feeds n positions of every batch row. Token models take ids [B*n] (row-major [B][n]); signal
+  // and attention models take values [B*n*input_dim]. timestamps: [B*n] or empty (then t = the
+  // position index). Timestamps must not decrease within a row (an input_error otherwise).
+  Status prefill_tokens(const std::vector<int64_t>& ids, int n, const std::vector<double>& timestamps = {});
+  Status prefill_values(const std::vector<float>& values, int n, const std::vector<double>& timestamps = {});
+  // One position per batch row (ids [B] or values [B*input_dim]); costs O(context) per head.
+  Status step_tokens(const std::vector<int64_t>& ids, const std::vector<double>& timestamps = {});
+  Status step_values(const std::vector<float>& values, const std::vector<double>& timestamps = {});
+  void reset();
+
+  // Outputs of the last prefill/step: [B][last_count][output_dim].
+  const std::vector<float>& outputs() const;
+  int last_count() const;
+  int output_dim() const;
+  int position() const;  // positions filled per batch row
+  int batch() const;
+  int max_context() const;
+  const Model& model() const;
+
+  // Probes over positions already computed (rows and cols are absolute positions).
+  // Ahat (decayed = false) or A = Ahat * E (decayed = true), [rows][cols], masked entries 0.
+  Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
+  Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
+                                                      const double thresholds[4]);
+  Result<KernelCurves> curves(int layer, int head, const std::vector<double>& lags);
+  std::vector<double> timestamps(int b) const;  // of the filled positions
+
+  double last_gpu_ms() const;   // GPU time of the last prefill/step (timestamps), 0 if unknown
+  double last_wall_ms() const;
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rfa

@@ -1,0 +1,61 @@
+// The public face of a loaded model: load, describe, summarize.
+#include <algorithm>
+#include <cmath>
+
+#include "model/loader.hpp"
+#include "model/model.hpp"
+#include "reference/rfa_math.hpp"
+#include "rfa/session.hpp"
+
+namespace rfa {
+
+Result<std::shared_ptr<const Model>> load_model_dir(const std::string& dir) {
+  auto m = load_model(dir);
+  if (!m) return m.status();
+  return std::shared_ptr<const Model>(std::make_shared<Model>(m.take()));
+}
+
+ModelInfo model_info(const Model& m) {
+  ModelInfo i;
+  i.name = m.name;
+  i.architecture = architecture_name(m.arch);
+  i.tokenizer = m.tokenizer;
+  i.layers = m.num_layers();
+  i.heads = m.n_heads;
+  i.head_dim = m.head_dim;
+  i.d_e = m.d_e;
+  i.d_in = m.d_in;
+  i.vocab = m.vocab;
+  i.hidden = m.hidden;
+  i.input_dim = m.arch == Architecture::signal ? m.d_in : m.arch == Architecture::attention ? m.d_e : 0;
+  i.output_dim = m.arch == Architecture::lm ? m.vocab : m.arch == Architecture::signal ? m.d_in : m.d_e;
+  return i;
+}
+
+const AttentionParams& layer_params(const Model& m, int layer) { return m.layer(layer).params; }
+
+std::vector<HeadSummary> head_summaries(const Model& m) {
+  std::vector<HeadSummary> out;
+  for (int l = 0; l < m.num_layers(); ++l) {
+    const AttentionParams& p = m.layer(l).params;
+    for (int h = 0; h < p.heads; ++h) {
+      HeadSummary s;
+      s.layer = l;
+      s.head = h;
+      s.params = p.head[(size_t)h];
+      s.regime = ref::regime(p, h);
+      double lo = INFINITY, hi = 0;
+      for (int d = 0; d < p.dim; ++d) {
+        double w = std::fabs(p.omega[(size_t)h * p.dim + d]);
+        lo = std::min(lo, w);
+        hi = std::max(hi, w);
+      }
+      s.omega_min = p.dim ? lo : 0;
+      s.omega_max = hi;
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+}  // namespace rfa

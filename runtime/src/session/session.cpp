@@ -1,0 +1,495 @@
+// A session runs one model on one context: weights on the GPU, per-layer attention caches for
+// `max_context` positions reserved up front, and scratch activations sized to the largest call.
+// prefill() and step() record the whole network into one command buffer and submit it once.
+#include "rfa/session.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "gpu/context.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/pipeline.hpp"
+#include "gpu/recorder.hpp"
+#include "model/model.hpp"
+#include "ops/linear.hpp"
+#include "ops/norm.hpp"
+#include "ops/rfa_attention.hpp"
+
+namespace rfa {
+namespace {
+
+struct NormGpu {
+  NormKind kind = NormKind::none;
+  float eps = 1e-5f;
+  gpu::Buffer weight, bias;
+  bool has_bias = false;
+};
+
+struct LayerGpu {
+  NormGpu norm1, norm2;
+  ops::LinearGpu wq, wk, wv, wo, ffn1, ffn2;
+  std::unique_ptr<ops::AttentionWeightsGpu> attn;
+  ops::AttentionCache cache;
+  bool outer_residual = true;
+  bool has_ffn = false;
+};
+
+Result<gpu::Buffer> upload_floats(gpu::Context& g, const std::vector<float>& v, const std::string& label) {
+  auto b = g.allocator().allocate(std::max<size_t>(v.size(), 1) * 4, gpu::MemoryKind::device, label);
+  if (!b) return b.status();
+  RFA_TRY(g.upload(*b, v.data(), v.size() * 4));
+  return b.take();
+}
+
+Result<NormGpu> make_norm(gpu::Context& g, const NormWeights& n, const std::string& label) {
+  NormGpu out;
+  out.kind = n.kind;
+  out.eps = (float)n.eps;
+  if (n.kind == NormKind::none) return out;
+  std::vector<float> w = n.weight.data;
+  auto bw = upload_floats(g, w, label + ".weight");
+  if (!bw) return bw.status();
+  out.weight = bw.take();
+  if (n.kind == NormKind::layer_norm && !n.bias.data.empty()) {
+    auto bb = upload_floats(g, n.bias.data, label + ".bias");
+    if (!bb) return bb.status();
+    out.bias = bb.take();
+    out.has_bias = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Session::Impl {
+  Context* ctx = nullptr;
+  gpu::Context* g = nullptr;
+  std::shared_ptr<const Model> model;
+  ModelInfo info;
+  int batch = 1, capacity = 0, filled = 0;
+  // weights
+  gpu::Buffer token_embedding;  // lm: [V, d_e]; also the tied LM head
+  gpu::Buffer lm_bias;
+  bool has_lm_bias = false;
+  ops::LinearGpu signal_in, signal_out, backbone_in, backbone_out;
+  NormGpu final_norm;
+  std::vector<LayerGpu> layers;
+  gpu::Buffer timestamps;  // [B, capacity] (hi, lo)
+  std::vector<std::vector<double>> host_t;  // [B][filled]
+  // scratch, sized for `rows` rows
+  uint32_t scratch_rows = 0;
+  gpu::Buffer ids, input, x, h, q, k, v, vnorm, att, ffn, out;
+  std::unique_ptr<gpu::Recorder> rec;
+  std::vector<float> outputs;
+  int last_count = 0;
+  double gpu_ms = 0, wall_ms = 0;
+
+  Status init();
+  Status ensure_scratch(uint32_t rows);
+  Status run(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts);
+  Status record_norm(const NormGpu& n, const gpu::Buffer& src, const gpu::Buffer& dst, uint32_t rows, uint32_t dim);
+  Status check_probe(int layer, int head, int b, int r0, int r1, int c0, int c1) const;
+};
+
+Status Session::Impl::init() {
+  const Model& m = *model;
+  gpu::Context& G = *g;
+  auto lin = [&](ops::LinearGpu& dst, const LinearWeights& w, const std::string& label) -> Status {
+    auto r = ops::LinearGpu::create(G, w, label);
+    if (!r) return r.status();
+    dst = r.take();
+    return Status::Ok();
+  };
+  if (m.arch == Architecture::lm) {
+    auto e = upload_floats(G, m.token_embedding.data, "token_embedding.weight");
+    if (!e) return e.status();
+    token_embedding = e.take();
+    if (!m.lm_head_bias.data.empty()) {
+      auto b = upload_floats(G, m.lm_head_bias.data, "lm_head.bias");
+      if (!b) return b.status();
+      lm_bias = b.take();
+      has_lm_bias = true;
+    }
+  }
+  if (m.arch == Architecture::signal) {
+    RFA_TRY(lin(signal_in, m.signal_in, "input_proj"));
+    RFA_TRY(lin(signal_out, m.signal_out, "output_head"));
+  }
+  if (m.arch != Architecture::attention) {
+    RFA_TRY(lin(backbone_in, m.backbone_in, "backbone.input_proj"));
+    RFA_TRY(lin(backbone_out, m.backbone_out, "backbone.output_proj"));
+    auto fn = make_norm(G, m.final_norm, "backbone.final_norm");
+    if (!fn) return fn.status();
+    final_norm = fn.take();
+  }
+  const int L = m.num_layers();
+  layers.resize((size_t)L);
+  for (int l = 0; l < L; ++l) {
+    const AttentionLayer& al = m.layer(l);
+    std::string pre = m.arch == Architecture::attention ? "" : "backbone.blocks." + std::to_string(l) + ".";
+    LayerGpu& lg = layers[(size_t)l];
+    RFA_TRY(lin(lg.wq, al.wq, pre + "attn.W_q"));
+    RFA_TRY(lin(lg.wk, al.wk, pre + "attn.W_k"));
+    RFA_TRY(lin(lg.wv, al.wv, pre + "attn.W_v"));
+    RFA_TRY(lin(lg.wo, al.wo, pre + "attn.W_o"));
+    auto aw = ops::AttentionWeightsGpu::create(G, al.params);
+    if (!aw) return aw.status();
+    lg.attn = std::make_unique<ops::AttentionWeightsGpu>(aw.take());
+    auto cache = ops::AttentionCache::create(G, (uint32_t)batch, (uint32_t)m.n_heads, (uint32_t)m.head_dim,
+                                             (uint32_t)capacity, (pre + "attn.cache").c_str());
+    if (!cache) return cache.status();
+    lg.cache = cache.take();
+    if (m.arch != Architecture::attention) {
+      const Block& blk = m.blocks[(size_t)l];
+      lg.outer_residual = blk.outer_residual;
+      auto n1 = make_norm(G, blk.norm1, pre + "norm1");
+      if (!n1) return n1.status();
+      lg.norm1 = n1.take();
+      auto n2 = make_norm(G, blk.norm2, pre + "norm2");
+      if (!n2) return n2.status();
+      lg.norm2 = n2.take();
+      RFA_TRY(lin(lg.ffn1, blk.ffn1, pre + "ffn.0"));
+      RFA_TRY(lin(lg.ffn2, blk.ffn2, pre + "ffn.2"));
+      lg.has_ffn = true;
+    }
+  }
+  auto ts = G.allocator().allocate((uint64_t)batch * capacity * 8, gpu::MemoryKind::device, "timestamps");
+  if (!ts) return ts.status();
+  timestamps = ts.take();
+  host_t.assign((size_t)batch, {});
+  rec = std::make_unique<gpu::Recorder>(G);
+  return Status::Ok();
+}
+
+Status Session::Impl::ensure_scratch(uint32_t rows) {
+  if (rows <= scratch_rows) return Status::Ok();
+  const Model& m = *model;
+  const uint64_t d_e = (uint64_t)m.d_e, c2 = 2ull * m.n_heads * m.head_dim;
+  const uint64_t in_dim = (uint64_t)std::max(info.input_dim, 1);
+  const uint64_t out_dim = (uint64_t)info.output_dim;
+  auto alloc = [&](gpu::Buffer& b, uint64_t floats, const char* what) -> Status {
+    b.release();
+    auto r = g->allocator().allocate(std::max<uint64_t>(floats, 1) * 4, gpu::MemoryKind::device, what);
+    if (!r) return r.status();
+    b = r.take();
+    return Status::Ok();
+  };
+  RFA_TRY(alloc(ids, rows, "scratch ids"));
+  RFA_TRY(alloc(input, rows * in_dim, "scratch input"));
+  RFA_TRY(alloc(x, rows * d_e, "scratch x"));
+  RFA_TRY(alloc(h, rows * d_e, "scratch h"));
+  RFA_TRY(alloc(q, rows * c2, "scratch q"));
+  RFA_TRY(alloc(k, rows * c2, "scratch k"));
+  RFA_TRY(alloc(v, rows * c2, "scratch v"));
+  RFA_TRY(alloc(vnorm, rows * c2, "scratch v_norm"));
+  RFA_TRY(alloc(att, rows * c2, "scratch attention out"));
+  RFA_TRY(alloc(ffn, rows * (uint64_t)std::max(m.hidden, 1), "scratch ffn"));
+  RFA_TRY(alloc(out, rows * out_dim, "scratch output"));
+  scratch_rows = rows;
+  return Status::Ok();
+}
+
+Status Session::Impl::record_norm(const NormGpu& n, const gpu::Buffer& src, const gpu::Buffer& dst, uint32_t rows,
+                                  uint32_t dim) {
+  if (n.kind == NormKind::none) {
+    rec->copy(src, dst, (VkDeviceSize)rows * dim * 4);
+    return Status::Ok();
+  }
+  return ops::record_norm(*g, *rec, src, n.weight, n.has_bias ? &n.bias : nullptr, dst, rows, dim, n.eps,
+                          n.kind == NormKind::rms_norm);
+}
+
+Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts_in) {
+  auto t0 = std::chrono::steady_clock::now();
+  RFA_TRY(g->usable());
+  const Model& m = *model;
+  if (n <= 0) return Status(Code::invalid_argument, "at least one position per batch row is needed");
+  if (filled + n > capacity)
+    return Status(Code::input_error, "sequence too long: " + std::to_string(filled) + " positions filled + " +
+                                         std::to_string(n) + " new exceeds the session's max context of " +
+                                         std::to_string(capacity));
+  const bool causal = m.layer(0).params.sw.causal;
+  if (!causal && filled > 0)
+    return Status(Code::input_error, "this model is non-causal (causal = false): every position attends to the "
+                                     "future, so it cannot be streamed; prefill the whole sequence at once or reset()");
+  // Timestamps: given, or the position index.
+  std::vector<double> ts((size_t)batch * n);
+  if (!ts_in.empty() && ts_in.size() != ts.size())
+    return Status(Code::input_error, "timestamps: " + std::to_string(ts_in.size()) + " values for " +
+                                         std::to_string(batch) + " rows x " + std::to_string(n) + " positions");
+  for (int b = 0; b < batch; ++b) {
+    double prev = host_t[(size_t)b].empty() ? -INFINITY : host_t[(size_t)b].back();
+    for (int i = 0; i < n; ++i) {
+      double t = ts_in.empty() ? (double)(filled + i) : ts_in[(size_t)b * n + i];
+      if (!std::isfinite(t))
+        return Status(Code::input_error, "timestamps: value at row " + std::to_string(b) + ", position " +
+                                             std::to_string(filled + i) + " is not finite");
+      if (t < prev)
+        return Status(Code::input_error, "timestamps decrease at row " + std::to_string(b) + ", position " +
+                                             std::to_string(filled + i) + ": " + std::to_string(t) + " after " +
+                                             std::to_string(prev) + " (timestamps must be non-decreasing)");
+      prev = t;
+      ts[(size_t)b * n + i] = t;
+    }
+  }
+  const uint32_t rows = (uint32_t)(batch * n);
+  RFA_TRY(ensure_scratch(rows));
+  if (ids_in) {
+    std::vector<uint32_t> u(rows);
+    for (uint32_t r = 0; r < rows; ++r) {
+      if (ids_in[r] < 0 || ids_in[r] >= m.vocab)
+        return Status(Code::input_error, "token id " + std::to_string(ids_in[r]) + " at index " + std::to_string(r) +
+                                             " is outside the vocabulary [0, " + std::to_string(m.vocab) + ")");
+      u[r] = (uint32_t)ids_in[r];
+    }
+    RFA_TRY(g->upload(ids, u.data(), rows * 4));
+  } else {
+    for (uint32_t i = 0; i < rows * (uint32_t)info.input_dim; ++i)
+      if (!std::isfinite(values[i]))
+        return Status(Code::input_error, "input value " + std::to_string(i) + " is not finite");
+    RFA_TRY(g->upload(input, values, (size_t)rows * info.input_dim * 4));
+  }
+  for (int b = 0; b < batch; ++b) {
+    std::vector<float> pairs((size_t)n * 2);
+    for (int i = 0; i < n; ++i) ops::split_timestamp(ts[(size_t)b * n + i], &pairs[2 * i], &pairs[2 * i + 1]);
+    RFA_TRY(g->upload(timestamps, pairs.data(), pairs.size() * 4, ((size_t)b * capacity + filled) * 8));
+  }
+
+  const uint32_t d_e = (uint32_t)m.d_e;
+  gpu::Recorder& R = *rec;
+  RFA_TRY(R.begin());
+  Status st = [&]() -> Status {
+    // Input -> x [rows, d_e]
+    if (m.arch == Architecture::lm) {
+      auto pipe = g->pipelines().get("embed", 3, 8);
+      if (!pipe) return pipe.status();
+      struct {
+        uint32_t rows, dim;
+      } push{rows, d_e};
+      R.dispatch(**pipe, {gpu::in(ids), gpu::in(token_embedding), gpu::out(h)}, &push, (d_e + 63) / 64, rows, 1, "embed");
+      RFA_TRY(ops::record_linear(*g, R, h, backbone_in, x, rows));
+    } else if (m.arch == Architecture::signal) {
+      RFA_TRY(ops::record_linear(*g, R, input, signal_in, h, rows));
+      RFA_TRY(ops::record_linear(*g, R, h, backbone_in, x, rows));
+    } else {
+      R.copy(input, x, (VkDeviceSize)rows * d_e * 4);
+    }
+    for (size_t l = 0; l < layers.size(); ++l) {
+      LayerGpu& L = layers[l];
+      const bool block = m.arch != Architecture::attention;
+      const gpu::Buffer& a_in = block ? h : x;
+      if (block) RFA_TRY(record_norm(L.norm1, x, h, rows, d_e));
+      RFA_TRY(ops::record_linear(*g, R, a_in, L.wq, q, rows));
+      RFA_TRY(ops::record_linear(*g, R, a_in, L.wk, k, rows));
+      RFA_TRY(ops::record_linear(*g, R, a_in, L.wv, v, rows));
+      RFA_TRY(ops::record_rfa_attention(*g, R, *L.attn, L.cache, timestamps, q, k, v, vnorm, att, (uint32_t)filled,
+                                        (uint32_t)n));
+      if (!block) {
+        RFA_TRY(ops::record_linear(*g, R, att, L.wo, out, rows));
+        continue;
+      }
+      if (L.outer_residual) {
+        ops::LinearOptions acc;
+        acc.accumulate = true;  // x += W_o(att)
+        RFA_TRY(ops::record_linear(*g, R, att, L.wo, x, rows, acc));
+      }
+      RFA_TRY(record_norm(L.norm2, x, h, rows, d_e));
+      ops::LinearOptions relu;
+      relu.relu = true;
+      RFA_TRY(ops::record_linear(*g, R, h, L.ffn1, ffn, rows, relu));
+      ops::LinearOptions acc;
+      acc.accumulate = true;
+      RFA_TRY(ops::record_linear(*g, R, ffn, L.ffn2, x, rows, acc));
+    }
+    if (m.arch == Architecture::attention) return Status::Ok();
+    RFA_TRY(record_norm(final_norm, x, h, rows, d_e));
+    RFA_TRY(ops::record_linear(*g, R, h, backbone_out, x, rows));
+    if (m.arch == Architecture::signal) return ops::record_linear(*g, R, x, signal_out, out, rows);
+    // Tied LM head: logits = x E^T + b, E = token_embedding [V, d_e] is already [out, in].
+    return ops::record_linear(*g, R, x, token_embedding, has_lm_bias ? &lm_bias : nullptr, out,
+                              {rows, d_e, (uint32_t)m.vocab});
+  }();
+  if (!st.ok()) {
+    (void)R.submit_and_wait();  // close the recording; its result is irrelevant now
+    return g->note(st);
+  }
+  RFA_TRY(g->note(R.submit_and_wait()));
+  gpu_ms = R.gpu_ms_total();
+  outputs.resize((size_t)rows * info.output_dim);
+  RFA_TRY(g->download(out, outputs.data(), outputs.size() * 4));
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < n; ++i) host_t[(size_t)b].push_back(ts[(size_t)b * n + i]);
+  filled += n;
+  last_count = n;
+  wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+Status Session::Impl::check_probe(int layer, int head, int b, int r0, int r1, int c0, int c1) const {
+  if (layer < 0 || layer >= (int)layers.size())
+    return Status(Code::invalid_argument, "probe: layer " + std::to_string(layer) + " out of range [0, " +
+                                              std::to_string(layers.size()) + ")");
+  if (head < 0 || head >= model->n_heads)
+    return Status(Code::invalid_argument, "probe: head " + std::to_string(head) + " out of range");
+  if (b < 0 || b >= batch) return Status(Code::invalid_argument, "probe: batch row " + std::to_string(b) + " out of range");
+  if (r0 < 0 || r1 > filled || r0 >= r1 || c0 < 0 || c1 > filled || c0 >= c1)
+    return Status(Code::invalid_argument, "probe: rectangle rows [" + std::to_string(r0) + "," + std::to_string(r1) +
+                                              ") x cols [" + std::to_string(c0) + "," + std::to_string(c1) +
+                                              ") is empty or beyond the " + std::to_string(filled) + " filled positions");
+  return Status::Ok();
+}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<const Model> model,
+                                                 const SessionOptions& options) {
+  if (!model) return Status(Code::invalid_argument, "Session::create: no model");
+  if (options.batch < 1) return Status(Code::invalid_argument, "batch must be >= 1");
+  if (options.max_context < 1) return Status(Code::invalid_argument, "max_context must be >= 1");
+  auto impl = std::make_unique<Impl>();
+  impl->ctx = &ctx;
+  impl->g = &ctx.impl();
+  impl->model = std::move(model);
+  impl->info = model_info(*impl->model);
+  impl->batch = options.batch;
+  impl->capacity = options.max_context;
+  RFA_TRY(impl->init());
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+Status Session::prefill_tokens(const std::vector<int64_t>& ids, int n, const std::vector<double>& ts) {
+  if (impl_->model->arch != Architecture::lm)
+    return Status(Code::input_error, "this model takes values (--signal), not tokens");
+  if (n <= 0 || ids.size() != (size_t)impl_->batch * n)
+    return Status(Code::input_error, "tokens: " + std::to_string(ids.size()) + " ids for " + std::to_string(impl_->batch) +
+                                         " rows x " + std::to_string(n) + " positions");
+  return impl_->run(ids.data(), nullptr, n, ts);
+}
+
+Status Session::prefill_values(const std::vector<float>& values, int n, const std::vector<double>& ts) {
+  if (impl_->model->arch == Architecture::lm)
+    return Status(Code::input_error, "this language model takes tokens (--prompt or --tokens), not values");
+  if (n <= 0 || values.size() != (size_t)impl_->batch * n * impl_->info.input_dim)
+    return Status(Code::input_error, "values: " + std::to_string(values.size()) + " numbers for " +
+                                         std::to_string(impl_->batch) + " rows x " + std::to_string(n) +
+                                         " positions x " + std::to_string(impl_->info.input_dim) + " dims");
+  return impl_->run(nullptr, values.data(), n, ts);
+}
+
+Status Session::step_tokens(const std::vector<int64_t>& ids, const std::vector<double>& ts) {
+  return prefill_tokens(ids, 1, ts);
+}
+Status Session::step_values(const std::vector<float>& values, const std::vector<double>& ts) {
+  return prefill_values(values, 1, ts);
+}
+
+void Session::reset() {
+  impl_->filled = 0;
+  for (auto& t : impl_->host_t) t.clear();
+  for (auto& l : impl_->layers) l.cache.filled = 0;
+  impl_->outputs.clear();
+  impl_->last_count = 0;
+}
+
+const std::vector<float>& Session::outputs() const { return impl_->outputs; }
+int Session::last_count() const { return impl_->last_count; }
+int Session::output_dim() const { return impl_->info.output_dim; }
+int Session::position() const { return impl_->filled; }
+int Session::batch() const { return impl_->batch; }
+int Session::max_context() const { return impl_->capacity; }
+const Model& Session::model() const { return *impl_->model; }
+double Session::last_gpu_ms() const { return impl_->gpu_ms; }
+double Session::last_wall_ms() const { return impl_->wall_ms; }
+std::vector<double> Session::timestamps(int b) const {
+  return b >= 0 && b < impl_->batch ? impl_->host_t[(size_t)b] : std::vector<double>{};
+}
+
+Result<std::vector<float>> Session::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed) {
+  Impl& I = *impl_;
+  RFA_TRY(I.check_probe(layer, head, b, r0, r1, c0, c1));
+  const uint64_t cells = (uint64_t)(r1 - r0) * (uint64_t)(c1 - c0);
+  auto ahat = I.g->allocator().allocate(cells * 4, gpu::MemoryKind::device, "probe Ahat");
+  if (!ahat) return ahat.status();
+  auto a = I.g->allocator().allocate(cells * 4, gpu::MemoryKind::device, "probe A");
+  if (!a) return a.status();
+  LayerGpu& L = I.layers[(size_t)layer];
+  gpu::Recorder rec(*I.g);
+  RFA_TRY(rec.begin());
+  Status s = ops::record_rfa_probe(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head, (uint32_t)r0,
+                                   (uint32_t)r1, (uint32_t)c0, (uint32_t)c1, *ahat, *a);
+  Status s2 = rec.submit_and_wait();
+  RFA_TRY(s);
+  RFA_TRY(s2);
+  std::vector<float> out(cells);
+  RFA_TRY(I.g->download(decayed ? *a : *ahat, out.data(), cells * 4));
+  return out;
+}
+
+Result<std::vector<RowDiagnostics>> Session::row_diagnostics(int layer, int head, int b, int r0, int r1,
+                                                             const double thresholds[4]) {
+  Impl& I = *impl_;
+  RFA_TRY(I.check_probe(layer, head, b, r0, r1, 0, std::max(1, I.filled)));
+  const uint32_t rows = (uint32_t)(r1 - r0);
+  auto buf = I.g->allocator().allocate((uint64_t)rows * 8 * 4, gpu::MemoryKind::device, "row diagnostics");
+  if (!buf) return buf.status();
+  float th[4];
+  for (int i = 0; i < 4; ++i) th[i] = (float)thresholds[i];
+  LayerGpu& L = I.layers[(size_t)layer];
+  gpu::Recorder rec(*I.g);
+  RFA_TRY(rec.begin());
+  Status s = ops::record_rfa_row_diagnostics(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head,
+                                             (uint32_t)r0, (uint32_t)r1, th, *buf);
+  Status s2 = rec.submit_and_wait();
+  RFA_TRY(s);
+  RFA_TRY(s2);
+  std::vector<float> raw((size_t)rows * 8);
+  RFA_TRY(I.g->download(*buf, raw.data(), raw.size() * 4));
+  std::vector<RowDiagnostics> out(rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const float* p = &raw[(size_t)r * 8];
+    out[r].entropy = p[0];
+    out[r].log_partition = p[1];
+    out[r].max_weight = p[2];
+    out[r].expected_lag = p[3];
+    for (int i = 0; i < 4; ++i) out[r].mass_beyond[i] = p[4 + i];
+  }
+  return out;
+}
+
+Result<KernelCurves> Session::curves(int layer, int head, const std::vector<double>& lags) {
+  Impl& I = *impl_;
+  if (layer < 0 || layer >= (int)I.layers.size() || head < 0 || head >= I.model->n_heads)
+    return Status(Code::invalid_argument, "curves: layer/head out of range");
+  if (lags.empty()) return Status(Code::invalid_argument, "curves: no lags");
+  const int H = I.model->n_heads, n = (int)lags.size();
+  std::vector<float> lf(lags.begin(), lags.end());
+  auto lb = upload_floats(*I.g, lf, "curve lags");
+  if (!lb) return lb.status();
+  auto ob = I.g->allocator().allocate((uint64_t)H * 4 * n * 4, gpu::MemoryKind::device, "curves");
+  if (!ob) return ob.status();
+  LayerGpu& L = I.layers[(size_t)layer];
+  gpu::Recorder rec(*I.g);
+  RFA_TRY(rec.begin());
+  Status s = ops::record_rfa_curves(*I.g, rec, *L.attn, *lb, (uint32_t)n, *ob);
+  Status s2 = rec.submit_and_wait();
+  RFA_TRY(s);
+  RFA_TRY(s2);
+  std::vector<float> raw((size_t)H * 4 * n);
+  RFA_TRY(I.g->download(*ob, raw.data(), raw.size() * 4));
+  KernelCurves c;
+  c.lags = lags;
+  auto col = [&](int which) {
+    const float* p = &raw[((size_t)head * 4 + which) * n];
+    return std::vector<double>(p, p + n);
+  };
+  c.decay = col(0);
+  c.vcov = col(1);
+  c.precision = col(2);
+  c.bias = col(3);
+  return c;
+}
+
+}  // namespace rfa

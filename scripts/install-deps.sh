@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages RFA-VK needs to build, test and run (only those missing).
+set -euo pipefail
+PKGS=(cmake g++ make pkg-config libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools
+      spirv-tools doctest-dev nlohmann-json3-dev libglfw3-dev libimgui-dev libstb-dev xvfb xauth clang)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

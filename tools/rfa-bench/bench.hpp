@@ -1,0 +1,20 @@
+// rfa-bench: benchmark programs. They print figures (and JSON lines with --json); they never pass
+// or fail on time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rfa::bench {
+
+// `rfa-bench linear [--json] [--reps N] [--device SEL]`
+int bench_linear(const std::vector<std::string>& args);
+
+// Median of a sample (the sample is copied).
+double median(std::vector<double> v);
+
+// Value of "--name V" in args, or fallback.
+std::string option(const std::vector<std::string>& args, const std::string& name, const std::string& fallback);
+bool has_flag(const std::vector<std::string>& args, const std::string& name);
+
+}  // namespace rfa::bench

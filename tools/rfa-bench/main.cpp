@@ -1,0 +1,53 @@
+// rfa-bench: `rfa-bench linear` (Linear GFLOP/s vs a naive CPU loop), `rfa-bench attention`
+// (fused RFA attention vs the runtime's own scaled-dot-product attention).
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench.hpp"
+#if __has_include("bench_attention.hpp")
+#include "bench_attention.hpp"
+#define RFA_HAVE_BENCH_ATTENTION 1
+#endif
+
+namespace rfa::bench {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string option(const std::vector<std::string>& args, const std::string& name, const std::string& fallback) {
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == name) return args[i + 1];
+  return fallback;
+}
+
+bool has_flag(const std::vector<std::string>& args, const std::string& name) {
+  return std::find(args.begin(), args.end(), name) != args.end();
+}
+
+}  // namespace rfa::bench
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const char* usage =
+      "usage: rfa-bench linear [--json] [--reps N] [--device SEL]\n"
+      "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--device SEL]\n";
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(usage, args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  if (cmd == "linear") return rfa::bench::bench_linear(args);
+#ifdef RFA_HAVE_BENCH_ATTENTION
+  if (cmd == "attention") return rfa::bench::bench_attention(args);
+#endif
+  std::fprintf(stderr, "rfa-bench: unknown benchmark '%s'\n%s", cmd.c_str(), usage);
+  return 2;
+}

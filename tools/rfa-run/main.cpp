@@ -1,0 +1,506 @@
+// rfa-run: run an RFA model on a Vulkan device (or its double-precision CPU twin).
+// Exit codes: 0 ok, 2 usage, 3 model file or config error, 4 input error, 5 device or runtime error.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "demo.hpp"
+#include "model/loader.hpp"
+#include "model/model.hpp"
+#include "model/npy.hpp"
+#include "model/tokenizer.hpp"
+#include "reference/model_ref.hpp"
+#include "rfa/context.hpp"
+#include "rfa/session.hpp"
+#include "sampler.hpp"
+
+namespace fs = std::filesystem;
+using namespace rfa;
+
+namespace {
+
+const char* kUsage =
+    "usage: rfa-run [--model DIR] [--device SEL] [input] [options]\n"
+    "  --list-devices            list Vulkan devices and exit\n"
+    "  --version                 print the version and exit\n"
+    "  --self-check              run a Linear op on the device against the CPU and exit\n"
+    "  --model DIR               model folder (config.json + model.safetensors); default: the bundled spiral-filter\n"
+    "  --device SEL              device index or name substring (default: RFA_DEVICE, else the best device)\n"
+    "  --summary                 print the per-layer, per-head physical parameters and regimes\n"
+    "input (one of; with none, the default model runs its streaming demo):\n"
+    "  --prompt TEXT             text for language models\n"
+    "  --tokens FILE.npy         int32/int64 token ids, [N] or [B,N]\n"
+    "  --signal FILE.npy         float32/float64 values, [N,d] or [B,N,d] (signal and attention models)\n"
+    "  --timestamps FILE.npy     [N] or [B,N] non-decreasing timestamps (default 0..N-1)\n"
+    "options:\n"
+    "  --stream                  feed the input one position at a time through the KV cache\n"
+    "  --generate N              generate N tokens after the prompt (language models)\n"
+    "  --temperature T --top-k K --top-p P --seed S   sampling (temperature 0 = greedy, the default)\n"
+    "  --max-context N           positions reserved per batch row (default: input + generated)\n"
+    "  --dump DIR                write output.npy (float32 logits [B,N,V], predictions [B,N,d_in] or outputs [B,N,d_e])\n"
+    "  --dump-attention SPEC     with --dump: all | L:H[,L:H...] -> attn_L{l}_H{h}.npy (Ahat) and\n"
+    "                            attn_decayed_L{l}_H{h}.npy (A), float32 [B,N,N]\n"
+    "  --cpu-reference           compute through the double-precision CPU twin instead of the GPU\n"
+    "  --json                    machine-readable summary on stdout\n";
+
+struct Args {
+  std::string model, device, prompt, tokens, signal, timestamps, dump, dump_attention;
+  bool list_devices = false, version = false, self_check = false, json = false, stream = false, cpu = false,
+       summary = false;
+  int generate = 0, max_context = 0;
+  SamplerOptions sampler;
+};
+
+int exit_code(Code c) {
+  switch (c) {
+    case Code::ok: return 0;
+    case Code::invalid_argument: return 2;
+    case Code::model_error: return 3;
+    case Code::input_error: return 4;
+    case Code::io_error: return 4;
+    default: return 5;
+  }
+}
+
+int fail(const Status& s, int code = -1) {
+  std::fprintf(stderr, "rfa-run: %s\n", s.to_string().c_str());
+  return code >= 0 ? code : exit_code(s.code());
+}
+
+int usage_error(const std::string& msg) {
+  std::fprintf(stderr, "rfa-run: %s\n%s", msg.c_str(), kUsage);
+  return 2;
+}
+
+bool parse_int(const std::string& s, long long lo, long long hi, long long* out) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno || end == s.c_str() || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_double(const std::string& s, double* out) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+// Returns -1 when parsing succeeded, else the exit code.
+int parse(int argc, char** argv, Args& a) {
+  std::map<std::string, std::string*> str = {{"--model", &a.model},       {"--device", &a.device},
+                                             {"--prompt", &a.prompt},     {"--tokens", &a.tokens},
+                                             {"--signal", &a.signal},     {"--timestamps", &a.timestamps},
+                                             {"--dump", &a.dump},         {"--dump-attention", &a.dump_attention}};
+  std::map<std::string, bool*> flags = {{"--list-devices", &a.list_devices}, {"--version", &a.version},
+                                        {"--self-check", &a.self_check},     {"--json", &a.json},
+                                        {"--stream", &a.stream},             {"--cpu-reference", &a.cpu},
+                                        {"--summary", &a.summary}};
+  std::set<std::string> seen;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    if (k == "--help" || k == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (auto f = flags.find(k); f != flags.end()) {
+      *f->second = true;
+      continue;
+    }
+    if (i + 1 >= argc) return usage_error("option " + k + " needs a value (or is unknown)");
+    std::string v = argv[++i];
+    if (!seen.insert(k).second) return usage_error("option " + k + " given twice");
+    long long n = 0;
+    double d = 0;
+    if (auto s = str.find(k); s != str.end()) {
+      *s->second = v;
+    } else if (k == "--generate") {
+      if (!parse_int(v, 0, 1 << 24, &n)) return usage_error("--generate expects a count >= 0, got '" + v + "'");
+      a.generate = (int)n;
+    } else if (k == "--max-context") {
+      if (!parse_int(v, 1, 1 << 26, &n)) return usage_error("--max-context expects a positive count, got '" + v + "'");
+      a.max_context = (int)n;
+    } else if (k == "--top-k") {
+      if (!parse_int(v, 0, 1 << 30, &n)) return usage_error("--top-k expects a count >= 0, got '" + v + "'");
+      a.sampler.top_k = (int)n;
+    } else if (k == "--seed") {
+      if (!parse_int(v, 0, INT64_MAX, &n)) return usage_error("--seed expects an integer >= 0, got '" + v + "'");
+      a.sampler.seed = (uint64_t)n;
+    } else if (k == "--temperature") {
+      if (!parse_double(v, &d) || d < 0) return usage_error("--temperature expects a number >= 0, got '" + v + "'");
+      a.sampler.temperature = d;
+    } else if (k == "--top-p") {
+      if (!parse_double(v, &d) || d <= 0 || d > 1) return usage_error("--top-p expects a number in (0, 1], got '" + v + "'");
+      a.sampler.top_p = d;
+    } else {
+      return usage_error("unknown option " + k);
+    }
+  }
+  int inputs = !a.prompt.empty() + !a.tokens.empty() + !a.signal.empty();
+  if (inputs > 1) return usage_error("give one input: --prompt, --tokens or --signal");
+  if (!a.dump_attention.empty() && a.dump.empty()) return usage_error("--dump-attention needs --dump DIR");
+  return -1;
+}
+
+std::string default_model() {
+  if (const char* e = std::getenv("RFA_MODEL")) return e;
+  fs::path self = fs::canonical("/proc/self/exe").parent_path();
+  for (fs::path p : {self / ".." / "models" / "spiral-filter", self / "models" / "spiral-filter",
+                     fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter"})
+    if (fs::exists(p / "config.json")) return fs::weakly_canonical(p).string();
+  return (fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter").string();
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if ((unsigned char)c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else o += c;
+  }
+  return o;
+}
+
+// The (layer, head) pairs of --dump-attention.
+Result<std::vector<std::pair<int, int>>> parse_dump_spec(const std::string& spec, int layers, int heads) {
+  std::vector<std::pair<int, int>> out;
+  if (spec.empty()) return out;
+  if (spec == "all") {
+    for (int l = 0; l < layers; ++l)
+      for (int h = 0; h < heads; ++h) out.push_back({l, h});
+    return out;
+  }
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    auto colon = item.find(':');
+    long long l = 0, h = 0;
+    if (colon == std::string::npos || !parse_int(item.substr(0, colon), 0, layers - 1, &l) ||
+        !parse_int(item.substr(colon + 1), 0, heads - 1, &h))
+      return Status(Code::invalid_argument, "--dump-attention: '" + item + "' is not L:H with layer < " +
+                                                std::to_string(layers) + " and head < " + std::to_string(heads));
+    out.push_back({(int)l, (int)h});
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (int rc = parse(argc, argv, a); rc >= 0) return rc;
+  if (a.version) {
+    std::printf("rfa-run %s\n", rfa::version());
+    return 0;
+  }
+  if (a.list_devices) {
+    auto devs = list_devices();
+    if (!devs) return fail(devs.status());
+    if (a.json) {
+      std::printf("[");
+      for (size_t i = 0; i < devs->size(); ++i) {
+        const DeviceInfo& d = (*devs)[i];
+        std::printf("%s{\"index\":%d,\"name\":\"%s\",\"type\":\"%s\",\"driver\":\"%s\",\"api\":\"%s\",\"compute\":%s}",
+                    i ? "," : "", d.index, json_escape(d.name).c_str(), d.type.c_str(), json_escape(d.driver).c_str(),
+                    d.api.c_str(), d.has_compute_queue ? "true" : "false");
+      }
+      std::printf("]\n");
+    } else {
+      for (const DeviceInfo& d : *devs)
+        std::printf("%d: %s (%s), Vulkan %s, %s%s\n", d.index, d.name.c_str(), d.type.c_str(), d.api.c_str(),
+                    d.driver.c_str(), d.has_compute_queue ? "" : " [no compute queue]");
+    }
+    return 0;
+  }
+
+  ContextOptions copts;
+  copts.device = a.device;
+  std::unique_ptr<Context> ctx;
+  auto need_ctx = [&]() -> int {
+    if (ctx) return 0;
+    auto c = Context::create(copts);
+    if (!c) return fail(c.status());
+    ctx = c.take();
+    return 0;
+  };
+  if (a.self_check) {
+    if (int rc = need_ctx()) return rc;
+    return run_self_check(*ctx, a.json);
+  }
+
+  // ---- the model ------------------------------------------------------------------------------
+  const bool default_model_used = a.model.empty();
+  std::string dir = default_model_used ? default_model() : a.model;
+  auto t_load = std::chrono::steady_clock::now();
+  auto model = load_model_dir(dir);
+  if (!model) return fail(model.status(), 3);
+  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
+  const Model& m = **model;
+  ModelInfo info = model_info(m);
+  if (a.summary && !a.json) std::printf("%s\n", model_summary(m).c_str());
+
+  const bool no_input = a.prompt.empty() && a.tokens.empty() && a.signal.empty();
+  if (no_input) {
+    if (m.arch == Architecture::signal && m.d_in == 2) {
+      if (!a.cpu)
+        if (int rc = need_ctx()) return rc;
+      return run_spiral_demo(ctx.get(), *model, a.json, a.cpu);
+    }
+    if (a.summary) return 0;
+    return usage_error("no input: give --prompt, --tokens or --signal");
+  }
+
+  // ---- inputs ---------------------------------------------------------------------------------
+  int B = 1, N = 0;
+  std::vector<int64_t> ids;
+  std::vector<float> values;
+  std::unique_ptr<Tokenizer> tok;
+  if (m.arch == Architecture::lm) {
+    if (!a.signal.empty()) return fail(Status(Code::input_error, "--signal given, but this is a language model (use --prompt or --tokens)"));
+    if (!a.prompt.empty()) {
+      auto t = load_tokenizer(m);
+      if (!t) return fail(t.status(), 3);
+      tok = t.take();
+      for (int id : tok->encode(a.prompt)) ids.push_back(id);
+      N = (int)ids.size();
+      if (N == 0) return fail(Status(Code::input_error, "--prompt is empty"));
+    } else {
+      auto arr = read_npy(a.tokens);
+      if (!arr) return fail(Status(Code::input_error, arr.status().message()));
+      if (!arr->is_integer) return fail(Status(Code::input_error, a.tokens + ": token ids must be int32 or int64, found " + arr->descr));
+      if (arr->shape.size() == 1) N = (int)arr->shape[0];
+      else if (arr->shape.size() == 2) B = (int)arr->shape[0], N = (int)arr->shape[1];
+      else return fail(Status(Code::input_error, a.tokens + ": expected shape [N] or [B,N]"));
+      ids = arr->ints;
+    }
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= m.vocab)
+        return fail(Status(Code::input_error, "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
+                                                  " is outside the vocabulary [0, " + std::to_string(m.vocab) + ")"));
+  } else {
+    if (a.signal.empty()) return fail(Status(Code::input_error, "this " + info.architecture + " model takes --signal FILE.npy"));
+    if (a.generate) return fail(Status(Code::input_error, "--generate is for language models"));
+    auto arr = read_npy(a.signal);
+    if (!arr) return fail(Status(Code::input_error, arr.status().message()));
+    if (arr->is_integer) return fail(Status(Code::input_error, a.signal + ": values must be float32 or float64, found " + arr->descr));
+    int d = 0;
+    if (arr->shape.size() == 2) N = (int)arr->shape[0], d = (int)arr->shape[1];
+    else if (arr->shape.size() == 3) B = (int)arr->shape[0], N = (int)arr->shape[1], d = (int)arr->shape[2];
+    else return fail(Status(Code::input_error, a.signal + ": expected shape [N,d] or [B,N,d]"));
+    if (d != info.input_dim)
+      return fail(Status(Code::input_error, a.signal + ": last dimension is " + std::to_string(d) + ", the model expects " +
+                                                std::to_string(info.input_dim)));
+    values.assign(arr->values.begin(), arr->values.end());
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        return fail(Status(Code::input_error, a.signal + ": value " + std::to_string(i) + " is not finite (or overflows float32)"));
+  }
+  if (N <= 0 || B <= 0) return fail(Status(Code::input_error, "the input is empty"));
+  std::vector<double> ts;
+  if (!a.timestamps.empty()) {
+    auto arr = read_npy(a.timestamps);
+    if (!arr) return fail(Status(Code::input_error, arr.status().message()));
+    std::vector<double> t = arr->is_integer ? std::vector<double>(arr->ints.begin(), arr->ints.end()) : arr->values;
+    if (arr->shape.size() == 1 && arr->shape[0] == N) {
+      for (int b = 0; b < B; ++b) ts.insert(ts.end(), t.begin(), t.end());
+    } else if (arr->shape.size() == 2 && arr->shape[0] == B && arr->shape[1] == N) {
+      ts = t;
+    } else {
+      return fail(Status(Code::input_error, a.timestamps + ": expected shape [" + std::to_string(N) + "] or [" +
+                                                std::to_string(B) + "," + std::to_string(N) + "]"));
+    }
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < N; ++i) {
+        double v = ts[(size_t)b * N + i];
+        if (!std::isfinite(v))
+          return fail(Status(Code::input_error, a.timestamps + ": timestamp at row " + std::to_string(b) + ", position " + std::to_string(i) + " is not finite"));
+        if (i > 0 && v < ts[(size_t)b * N + i - 1])
+          return fail(Status(Code::input_error, a.timestamps + ": timestamps decrease at row " + std::to_string(b) +
+                                                    ", position " + std::to_string(i) + " (they must be non-decreasing)"));
+      }
+  }
+  if (a.generate && !ts.empty())
+    return fail(Status(Code::input_error, "--generate with --timestamps: generated tokens would need timestamps too"));
+
+  auto pairs = parse_dump_spec(a.dump_attention, info.layers, info.heads);
+  if (!pairs) return usage_error(pairs.status().message());
+  if (!a.dump.empty()) {
+    std::error_code ec;
+    fs::create_directories(a.dump, ec);
+    if (ec) return fail(Status(Code::io_error, "--dump " + a.dump + ": " + ec.message()), 4);
+  }
+
+  // ---- run ------------------------------------------------------------------------------------
+  const int total = N + a.generate;
+  std::vector<float> outputs;  // [B][total_fed][out_dim]
+  std::vector<std::vector<float>> per_row((size_t)B);
+  std::vector<std::pair<std::string, std::vector<float>>> attn_dumps;
+  std::vector<int64_t> generated;
+  double run_ms = 0, gpu_ms = 0;
+  std::string device_name = "cpu-reference (double)";
+  const int V = info.output_dim;
+  Sampler sampler(a.sampler);
+  auto t_run = std::chrono::steady_clock::now();
+
+  if (a.cpu) {
+    // The CPU twin has no cache: generation re-runs the growing sequence.
+    std::vector<int64_t> seq = ids;
+    int n = N;
+    std::vector<double> res;
+    ref::ModelProbe probe;
+    probe.requests = *pairs;
+    std::vector<double> in(values.begin(), values.end());
+    for (;;) {
+      probe.captures.clear();
+      auto r = ref::forward(m, B, n, values.empty() ? nullptr : in.data(), seq.empty() ? nullptr : seq.data(),
+                            ts.empty() ? nullptr : ts.data(), &probe);
+      if (!r) return fail(r.status());
+      res = r.take();
+      if ((int)generated.size() == a.generate) break;
+      std::vector<int64_t> next_seq;
+      for (int b = 0; b < B; ++b) {
+        std::vector<float> last(res.begin() + ((size_t)b * n + n - 1) * V, res.begin() + ((size_t)b * n + n) * V);
+        int64_t t = sampler.next(last.data(), V);
+        if (b == 0) generated.push_back(t);
+        next_seq.insert(next_seq.end(), seq.begin() + (size_t)b * n, seq.begin() + (size_t)(b + 1) * n);
+        next_seq.push_back(t);
+      }
+      if ((int)generated.size() == a.generate) break;  // the last token is printed, not fed
+      seq = next_seq;
+      ++n;
+    }
+    outputs.assign(res.begin(), res.end());
+    for (auto& c : probe.captures) {
+      std::vector<float> ah(c.Ahat.begin(), c.Ahat.end()), ad(c.A.begin(), c.A.end());
+      attn_dumps.push_back({"attn_L" + std::to_string(c.layer) + "_H" + std::to_string(c.head) + ".npy", ah});
+      attn_dumps.push_back({"attn_decayed_L" + std::to_string(c.layer) + "_H" + std::to_string(c.head) + ".npy", ad});
+    }
+    N = n;
+  } else {
+    if (int rc = need_ctx()) return rc;
+    device_name = ctx->device_info().name;
+    SessionOptions so;
+    so.batch = B;
+    so.max_context = a.max_context ? a.max_context : total;
+    if (so.max_context < total)
+      return fail(Status(Code::input_error, "--max-context " + std::to_string(so.max_context) + " is shorter than the " +
+                                                std::to_string(total) + " positions to run"));
+    auto s = Session::create(*ctx, *model, so);
+    if (!s) return fail(s.status());
+    Session& S = **s;
+    auto collect = [&]() {
+      const auto& o = S.outputs();
+      int c = S.last_count();
+      for (int b = 0; b < B; ++b)
+        per_row[(size_t)b].insert(per_row[(size_t)b].end(), o.begin() + (size_t)b * c * V, o.begin() + (size_t)(b + 1) * c * V);
+      gpu_ms += S.last_gpu_ms();
+    };
+    auto feed = [&](int pos0, int count) -> Status {
+      std::vector<double> tsl;
+      if (!ts.empty())
+        for (int b = 0; b < B; ++b)
+          for (int i = 0; i < count; ++i) tsl.push_back(ts[(size_t)b * N + pos0 + i]);
+      Status st;
+      if (m.arch == Architecture::lm) {
+        std::vector<int64_t> x;
+        for (int b = 0; b < B; ++b)
+          for (int i = 0; i < count; ++i) x.push_back(ids[(size_t)b * N + pos0 + i]);
+        st = S.prefill_tokens(x, count, tsl);
+      } else {
+        std::vector<float> x;
+        const int d = info.input_dim;
+        for (int b = 0; b < B; ++b)
+          x.insert(x.end(), values.begin() + ((size_t)b * N + pos0) * d, values.begin() + ((size_t)b * N + pos0 + count) * d);
+        st = S.prefill_values(x, count, tsl);
+      }
+      if (st.ok()) collect();
+      return st;
+    };
+    if (a.stream) {
+      for (int i = 0; i < N; ++i)
+        if (Status st = feed(i, 1); !st.ok()) return fail(st);
+    } else if (Status st = feed(0, N); !st.ok()) {
+      return fail(st);
+    }
+    for (int g = 0; g < a.generate; ++g) {
+      std::vector<int64_t> next;
+      for (int b = 0; b < B; ++b) {
+        const float* last = &S.outputs()[((size_t)b * S.last_count() + S.last_count() - 1) * V];
+        next.push_back(sampler.next(last, V));
+      }
+      generated.push_back(next[0]);
+      if (g + 1 == a.generate) break;  // the last token is printed, not fed
+      if (Status st = S.step_tokens(next); !st.ok()) return fail(st);
+      collect();
+    }
+    const int fed = S.position();
+    for (int b = 0; b < B; ++b) outputs.insert(outputs.end(), per_row[(size_t)b].begin(), per_row[(size_t)b].end());
+    for (auto [l, h] : *pairs) {
+      std::vector<float> ah, ad;
+      for (int b = 0; b < B; ++b) {
+        auto x = S.attention(l, h, b, 0, fed, 0, fed, false);
+        if (!x) return fail(x.status());
+        auto y = S.attention(l, h, b, 0, fed, 0, fed, true);
+        if (!y) return fail(y.status());
+        ah.insert(ah.end(), x->begin(), x->end());
+        ad.insert(ad.end(), y->begin(), y->end());
+      }
+      attn_dumps.push_back({"attn_L" + std::to_string(l) + "_H" + std::to_string(h) + ".npy", ah});
+      attn_dumps.push_back({"attn_decayed_L" + std::to_string(l) + "_H" + std::to_string(h) + ".npy", ad});
+    }
+    N = fed;
+  }
+  run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_run).count();
+
+  // ---- outputs ---------------------------------------------------------------------------------
+  if (!a.dump.empty()) {
+    Status st = write_npy_f32((fs::path(a.dump) / "output.npy").string(), {B, N, V}, outputs);
+    if (!st.ok()) return fail(st, 5);
+    for (auto& [name, data] : attn_dumps) {
+      st = write_npy_f32((fs::path(a.dump) / name).string(), {B, N, N}, data);
+      if (!st.ok()) return fail(st, 5);
+    }
+  }
+  std::string text;
+  if (tok && !generated.empty()) {
+    std::vector<int> g(generated.begin(), generated.end());
+    text = tok->decode(g);
+  }
+  if (a.json) {
+    std::printf("{\"device\":\"%s\",\"model\":\"%s\",\"architecture\":\"%s\",\"batch\":%d,\"positions\":%d,"
+                "\"output_dim\":%d,\"mode\":\"%s\",\"load_ms\":%.3f,\"run_ms\":%.3f,\"gpu_ms\":%.3f",
+                json_escape(device_name).c_str(), json_escape(dir).c_str(), info.architecture.c_str(), B, N, V,
+                a.cpu ? "cpu-reference" : a.stream ? "stream" : "prefill", load_ms, run_ms, gpu_ms);
+    if (!generated.empty()) {
+      std::printf(",\"generated\":[");
+      for (size_t i = 0; i < generated.size(); ++i) std::printf("%s%lld", i ? "," : "", (long long)generated[i]);
+      std::printf("],\"text\":\"%s\"", json_escape(text).c_str());
+    }
+    std::printf("}\n");
+  } else {
+    if (m.arch == Architecture::lm && !a.prompt.empty()) std::printf("%s%s\n", a.prompt.c_str(), text.c_str());
+    else if (!generated.empty()) {
+      for (auto g : generated) std::printf("%lld ", (long long)g);
+      std::printf("\n");
+    }
+    std::fprintf(stderr, "%s: %s model, %d x %d positions, %s in %.1f ms (GPU %.1f ms)%s\n", device_name.c_str(),
+                 info.architecture.c_str(), B, N, a.cpu ? "cpu-reference" : a.stream ? "streamed" : "prefilled", run_ms,
+                 gpu_ms, a.dump.empty() ? "" : (", wrote " + a.dump).c_str());
+  }
+  (void)default_model_used;
+  return 0;
+}
