@@ -13,115 +13,18 @@
 #include "reference/attention_ref.hpp"
 #include "reference/model_ref.hpp"
 #include "reference/ops_ref.hpp"
+#include "model_factory.hpp"
 
 using namespace rfa;
 using cd = std::complex<double>;
+using test::make_model;
+using test::make_attention;
+using test::make_linear;
+using test::make_norm;
+using test::make_params;
+using test::tensor;
 
 namespace {
-
-HostTensor tensor(std::vector<int64_t> shape, std::mt19937& rng, double scale) {
-  HostTensor t;
-  t.shape = shape;
-  size_t n = 1;
-  for (int64_t s : shape) n *= (size_t)s;
-  std::normal_distribution<float> g(0.0f, (float)scale);
-  t.data.resize(n);
-  for (float& x : t.data) x = g(rng);
-  return t;
-}
-
-LinearWeights make_linear(int in, int out, std::mt19937& rng, bool bias = true) {
-  LinearWeights w;
-  w.in = in;
-  w.out = out;
-  w.weight = tensor({out, in}, rng, 1.0 / std::sqrt((double)in));
-  if (bias) w.bias = tensor({out}, rng, 0.1);
-  return w;
-}
-
-NormWeights make_norm(NormKind kind, int dim, std::mt19937& rng) {
-  NormWeights n;
-  n.kind = kind;
-  n.eps = 1e-5;
-  if (kind == NormKind::none) return n;
-  n.weight = tensor({dim}, rng, 0.2);
-  for (float& x : n.weight.data) x += 1.0f;
-  if (kind == NormKind::layer_norm) n.bias = tensor({dim}, rng, 0.1);
-  return n;
-}
-
-AttentionParams make_params(int H, int D, std::mt19937& rng) {
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  AttentionParams p;
-  p.heads = H;
-  p.dim = D;
-  for (int h = 0; h < H; ++h) {
-    HeadParams hp;
-    hp.mu = h == 0 ? 0.0 : 0.02 + 0.1 * u(rng);
-    hp.sigma2 = 0.1 + 0.3 * u(rng);
-    hp.eta2 = 1.31;
-    hp.gamma2 = 1.31;
-    hp.nu = 4.08 * D;
-    hp.kappa = (hp.nu + D) / D;
-    hp.tau = 1.31;
-    hp.lag_shift = 0.6931;
-    p.head.push_back(hp);
-    for (int k = 0; k < D / 2; ++k) {
-      const double w = std::pow(10000.0, -(double)(k + h * (D / 2)) / (H * D / 2));
-      p.omega.push_back(w);
-      p.omega.push_back(-w);
-    }
-  }
-  return p;
-}
-
-AttentionLayer make_attention(int d_e, int H, int D, std::mt19937& rng) {
-  AttentionLayer L;
-  L.wq = make_linear(d_e, 2 * H * D, rng);
-  L.wk = make_linear(d_e, 2 * H * D, rng);
-  L.wv = make_linear(d_e, 2 * H * D, rng);
-  L.wo = make_linear(2 * H * D, d_e, rng);
-  L.params = make_params(H, D, rng);
-  return L;
-}
-
-Model make_model(Architecture arch, uint32_t seed, int blocks = 2, NormKind norm = NormKind::layer_norm) {
-  std::mt19937 rng(seed);
-  Model m;
-  m.name = "test";
-  m.arch = arch;
-  m.d_e = 8;
-  m.n_heads = 2;
-  m.head_dim = 2;  // 2 * H * D = 8
-  m.hidden = 16;
-  m.train_seq_len = 16;
-  if (arch == Architecture::attention) {
-    m.single = make_attention(m.d_e, m.n_heads, m.head_dim, rng);
-    return m;
-  }
-  if (arch == Architecture::lm) {
-    m.vocab = 11;
-    m.token_embedding = tensor({m.vocab, m.d_e}, rng, 1.0);
-    m.lm_head_bias = tensor({m.vocab}, rng, 0.1);
-  } else {
-    m.d_in = 3;
-    m.signal_in = make_linear(m.d_in, m.d_e, rng);
-    m.signal_out = make_linear(m.d_e, m.d_in, rng);
-  }
-  m.backbone_in = make_linear(m.d_e, m.d_e, rng);
-  m.backbone_out = make_linear(m.d_e, m.d_e, rng);
-  m.final_norm = make_norm(norm, m.d_e, rng);
-  for (int l = 0; l < blocks; ++l) {
-    Block b;
-    b.norm1 = make_norm(norm, m.d_e, rng);
-    b.norm2 = make_norm(norm, m.d_e, rng);
-    b.attn = make_attention(m.d_e, m.n_heads, m.head_dim, rng);
-    b.ffn1 = make_linear(m.d_e, m.hidden, rng);
-    b.ffn2 = make_linear(m.hidden, m.d_e, rng);
-    m.blocks.push_back(std::move(b));
-  }
-  return m;
-}
 
 std::vector<double> random_reals(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

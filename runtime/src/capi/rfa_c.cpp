@@ -1,0 +1,210 @@
+// The C API over the C++ runtime: handles own C++ objects; errors become codes plus a
+// per-thread message. No exception or C++ type crosses this boundary.
+#include "rfa/rfa.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rfa/context.hpp"
+#include "rfa/session.hpp"
+
+struct rfa_context {
+  std::unique_ptr<rfa::Context> ctx;
+};
+struct rfa_model {
+  std::shared_ptr<const rfa::Model> model;
+};
+struct rfa_session {
+  std::unique_ptr<rfa::Session> session;
+};
+
+namespace {
+
+thread_local std::string t_error;
+thread_local std::vector<rfa::DeviceInfo> t_devices;
+
+rfa_status to_c(const rfa::Status& s) {
+  if (s.ok()) return RFA_OK;
+  t_error = s.to_string();
+  return (rfa_status)(int)s.code();
+}
+
+rfa_status invalid(const char* what) {
+  t_error = std::string("invalid_argument: ") + what;
+  return RFA_ERROR_INVALID_ARGUMENT;
+}
+
+template <typename F>
+rfa_status guarded(F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    t_error = "out_of_memory: host allocation failed";
+    return RFA_ERROR_OUT_OF_MEMORY;
+  } catch (const std::exception& e) {
+    t_error = std::string("internal error: ") + e.what();
+    return RFA_ERROR_DEVICE;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* rfa_version(void) { return rfa::version(); }
+const char* rfa_last_error(void) { return t_error.c_str(); }
+const char* rfa_status_name(rfa_status s) { return rfa::code_name((rfa::Code)(int)s); }
+
+rfa_status rfa_device_count(int* count) {
+  if (!count) return invalid("count is NULL");
+  return guarded([&] {
+    auto d = rfa::list_devices();
+    if (!d) return to_c(d.status());
+    t_devices = d.take();
+    *count = (int)t_devices.size();
+    return RFA_OK;
+  });
+}
+
+rfa_status rfa_device_name(int index, const char** name, const char** type) {
+  if (t_devices.empty()) {
+    int n = 0;
+    if (rfa_status s = rfa_device_count(&n); s != RFA_OK) return s;
+  }
+  if (index < 0 || index >= (int)t_devices.size()) return invalid("device index out of range");
+  if (name) *name = t_devices[(size_t)index].name.c_str();
+  if (type) *type = t_devices[(size_t)index].type.c_str();
+  return RFA_OK;
+}
+
+rfa_status rfa_context_create(const char* device, int validation, rfa_context** out) {
+  if (!out) return invalid("out is NULL");
+  *out = nullptr;
+  return guarded([&] {
+    rfa::ContextOptions o;
+    o.device = device ? device : "";
+    o.validation = validation;
+    auto c = rfa::Context::create(o);
+    if (!c) return to_c(c.status());
+    *out = new rfa_context{c.take()};
+    return RFA_OK;
+  });
+}
+
+rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physical_device, VkDevice device, VkQueue queue,
+                             uint32_t queue_family, rfa_context** out) {
+  if (!out) return invalid("out is NULL");
+  *out = nullptr;
+  return guarded([&] {
+    rfa::AdoptedDevice a{instance, physical_device, device, queue, queue_family, {}};
+    auto c = rfa::Context::adopt(a, {});
+    if (!c) return to_c(c.status());
+    *out = new rfa_context{c.take()};
+    return RFA_OK;
+  });
+}
+
+void rfa_context_destroy(rfa_context* ctx) { delete ctx; }
+
+uint64_t rfa_context_validation_messages(const rfa_context* ctx) {
+  return ctx ? ctx->ctx->validation_message_count() : 0;
+}
+
+rfa_status rfa_model_load(const char* dir, rfa_model** out) {
+  if (!out || !dir) return invalid("dir or out is NULL");
+  *out = nullptr;
+  return guarded([&] {
+    auto m = rfa::load_model_dir(dir);
+    if (!m) return to_c(m.status());
+    *out = new rfa_model{m.take()};
+    return RFA_OK;
+  });
+}
+
+void rfa_model_destroy(rfa_model* model) { delete model; }
+
+rfa_status rfa_model_info(const rfa_model* model, int* layers, int* heads, int* head_dim, int* input_dim,
+                          int* output_dim, int* vocab) {
+  if (!model) return invalid("model is NULL");
+  rfa::ModelInfo i = rfa::model_info(*model->model);
+  if (layers) *layers = i.layers;
+  if (heads) *heads = i.heads;
+  if (head_dim) *head_dim = i.head_dim;
+  if (input_dim) *input_dim = i.input_dim;
+  if (output_dim) *output_dim = i.output_dim;
+  if (vocab) *vocab = i.vocab;
+  return RFA_OK;
+}
+
+rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batch, int max_context,
+                              rfa_session** out) {
+  if (!ctx || !model || !out) return invalid("ctx, model or out is NULL");
+  *out = nullptr;
+  return guarded([&] {
+    rfa::SessionOptions o;
+    o.batch = batch;
+    o.max_context = max_context;
+    auto s = rfa::Session::create(*ctx->ctx, model->model, o);
+    if (!s) return to_c(s.status());
+    *out = new rfa_session{s.take()};
+    return RFA_OK;
+  });
+}
+
+void rfa_session_destroy(rfa_session* s) { delete s; }
+
+static std::vector<double> copy_ts(const rfa_session* s, const double* ts, int n) {
+  if (!ts) return {};
+  return std::vector<double>(ts, ts + (size_t)s->session->batch() * n);
+}
+
+rfa_status rfa_session_prefill_tokens(rfa_session* s, const int64_t* ids, int n, const double* timestamps) {
+  if (!s || !ids || n <= 0) return invalid("session, ids or n");
+  return guarded([&] {
+    std::vector<int64_t> v(ids, ids + (size_t)s->session->batch() * n);
+    return to_c(s->session->prefill_tokens(v, n, copy_ts(s, timestamps, n)));
+  });
+}
+
+rfa_status rfa_session_prefill_values(rfa_session* s, const float* values, int n, const double* timestamps) {
+  if (!s || !values || n <= 0) return invalid("session, values or n");
+  return guarded([&] {
+    rfa::ModelInfo i = rfa::model_info(s->session->model());
+    std::vector<float> v(values, values + (size_t)s->session->batch() * n * i.input_dim);
+    return to_c(s->session->prefill_values(v, n, copy_ts(s, timestamps, n)));
+  });
+}
+
+rfa_status rfa_session_reset(rfa_session* s) {
+  if (!s) return invalid("session is NULL");
+  s->session->reset();
+  return RFA_OK;
+}
+
+int rfa_session_position(const rfa_session* s) { return s ? s->session->position() : 0; }
+
+rfa_status rfa_session_outputs(const rfa_session* s, float* out, size_t capacity, int* count, size_t* floats) {
+  if (!s) return invalid("session is NULL");
+  const auto& o = s->session->outputs();
+  if (count) *count = s->session->last_count();
+  if (floats) *floats = o.size();
+  if (out) {
+    if (capacity < o.size()) return invalid("output capacity too small");
+    std::copy(o.begin(), o.end(), out);
+  }
+  return RFA_OK;
+}
+
+rfa_status rfa_session_attention(rfa_session* s, int layer, int head, int b, int r0, int r1, int c0, int c1,
+                                 int decayed, float* out) {
+  if (!s || !out) return invalid("session or out is NULL");
+  return guarded([&] {
+    auto a = s->session->attention(layer, head, b, r0, r1, c0, c1, decayed != 0);
+    if (!a) return to_c(a.status());
+    std::copy(a->begin(), a->end(), out);
+    return RFA_OK;
+  });
+}
+
+}  // extern "C"

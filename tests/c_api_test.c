@@ -1,0 +1,163 @@
+/* Exercises the C API from C: devices, context, a model written here (one RFA attention layer in
+ * the reference format), a session with prefill and steps, outputs, probes and error reporting. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rfa/rfa.h"
+
+static int failures = 0, checks = 0;
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    ++checks;                                                           \
+    if (!(cond)) {                                                      \
+      ++failures;                                                       \
+      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n",     \
+              __FILE__, __LINE__, #cond, rfa_last_error());             \
+    }                                                                   \
+  } while (0)
+
+enum { H = 2, D = 4, DE = 6, DK = H * D };
+
+typedef struct {
+  const char* name;
+  int rank, shape[5];
+} Tensor;
+
+static const Tensor kTensors[] = {
+    {"sigma_v", 1, {H}},          {"sigma_tilde_v", 1, {H}},     {"eta_v", 1, {H}},
+    {"gamma_v", 1, {H}},          {"tau_param", 1, {H}},         {"nu_param", 1, {H}},
+    {"t_shift_param", 2, {1, H}}, {"P_prior_log", 5, {1, 1, H, 1, 1}}, {"P_scale_log", 5, {1, 1, H, 1, 1}},
+    {"omega_v", 2, {H, D / 2}},   {"mu_v", 1, {H}},
+    {"W_q.weight", 2, {2 * DK, DE}}, {"W_q.bias", 1, {2 * DK}},
+    {"W_k.weight", 2, {2 * DK, DE}}, {"W_k.bias", 1, {2 * DK}},
+    {"W_v.weight", 2, {2 * DK, DE}}, {"W_v.bias", 1, {2 * DK}},
+    {"W_o.weight", 2, {DE, 2 * DK}}, {"W_o.bias", 1, {DE}},
+};
+enum { NT = sizeof(kTensors) / sizeof(kTensors[0]) };
+
+static int numel(const Tensor* t) {
+  int n = 1;
+  for (int i = 0; i < t->rank; ++i) n *= t->shape[i];
+  return n;
+}
+
+/* Writes config.json and model.safetensors (8-byte header length, JSON header, f32 data). */
+static int write_model(const char* dir) {
+  char path[512], header[8192];
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  FILE* f = fopen(path, "w");
+  if (!f) return 0;
+  fprintf(f, "{\"format\": \"rfa-reference\", \"architecture\": \"attention\", \"args\": {\"n_heads\": %d, \"d_e\": %d, "
+             "\"d_k_total\": %d, \"d_v_total\": %d, \"seq_len\": 64, \"scale_decay_by_time_interval\": false}}\n",
+          H, DE, DK, DK);
+  fclose(f);
+  size_t off = 0, len = 0;
+  len += (size_t)snprintf(header + len, sizeof header - len, "{");
+  for (int i = 0; i < NT; ++i) {
+    const Tensor* t = &kTensors[i];
+    size_t bytes = (size_t)numel(t) * 4;
+    len += (size_t)snprintf(header + len, sizeof header - len, "%s\"%s\":{\"dtype\":\"F32\",\"shape\":[", i ? "," : "", t->name);
+    for (int r = 0; r < t->rank; ++r) len += (size_t)snprintf(header + len, sizeof header - len, "%s%d", r ? "," : "", t->shape[r]);
+    len += (size_t)snprintf(header + len, sizeof header - len, "],\"data_offsets\":[%zu,%zu]}", off, off + bytes);
+    off += bytes;
+  }
+  len += (size_t)snprintf(header + len, sizeof header - len, "}");
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  f = fopen(path, "wb");
+  if (!f) return 0;
+  uint64_t hl = len;
+  fwrite(&hl, 8, 1, f);
+  fwrite(header, 1, len, f);
+  unsigned seed = 12345;
+  for (int i = 0; i < NT; ++i) {
+    const Tensor* t = &kTensors[i];
+    for (int k = 0; k < numel(t); ++k) {
+      seed = seed * 1103515245u + 12345u;
+      float v = ((float)((seed >> 8) & 0xffff) / 65535.0f - 0.5f);
+      if (strcmp(t->name, "mu_v") == 0) v = 0.05f * (float)(k + 1);
+      if (strcmp(t->name, "omega_v") == 0) v = 0.3f * (float)(k + 1);
+      fwrite(&v, 4, 1, f);
+    }
+  }
+  fclose(f);
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  const char* dir = argc > 1 ? argv[1] : "c_api_model";
+  CHECK(strlen(rfa_version()) > 0);
+  int n = 0;
+  CHECK(rfa_device_count(&n) == RFA_OK && n > 0);
+  const char *name = NULL, *type = NULL;
+  CHECK(rfa_device_name(0, &name, &type) == RFA_OK && name && type);
+
+  rfa_context* ctx = NULL;
+  CHECK(rfa_context_create("no-such-device-xyz", 1, &ctx) == RFA_ERROR_DEVICE);
+  CHECK(ctx == NULL && strstr(rfa_last_error(), "no-such-device-xyz") != NULL);
+  CHECK(rfa_context_create(NULL, 1, &ctx) == RFA_OK && ctx);
+
+  rfa_model* model = NULL;
+  CHECK(rfa_model_load("/nonexistent/model/dir", &model) != RFA_OK && model == NULL);
+  CHECK(write_model(dir));
+  CHECK(rfa_model_load(dir, &model) == RFA_OK);
+  if (!model) {
+    rfa_context_destroy(ctx);
+    fprintf(stderr, "%d of %d checks failed\n", failures, checks);
+    return 1;
+  }
+  int layers = 0, heads = 0, hd = 0, in_dim = 0, out_dim = 0, vocab = -1;
+  CHECK(rfa_model_info(model, &layers, &heads, &hd, &in_dim, &out_dim, &vocab) == RFA_OK);
+  CHECK(layers == 1 && heads == H && hd == D && in_dim == DE && out_dim == DE && vocab == 0);
+
+  rfa_session* s = NULL;
+  CHECK(rfa_session_create(ctx, model, 1, 16, &s) == RFA_OK && s);
+  float x[8 * DE];
+  for (int i = 0; i < 8 * DE; ++i) x[i] = (float)sin(0.37 * i);
+  /* prefill 8 positions, then the same 8 one step at a time: outputs must agree */
+  CHECK(rfa_session_prefill_values(s, x, 8, NULL) == RFA_OK);
+  float prefill[8 * DE], step[DE];
+  int count = 0;
+  size_t floats = 0;
+  CHECK(rfa_session_outputs(s, prefill, 8 * DE, &count, &floats) == RFA_OK && count == 8 && floats == 8 * DE);
+  float probe[8 * 8];
+  CHECK(rfa_session_attention(s, 0, 1, 0, 0, 8, 0, 8, 0, probe) == RFA_OK);
+  for (int r = 0; r < 8; ++r) {
+    double sum = 0;
+    for (int c = 0; c < 8; ++c) sum += probe[r * 8 + c];
+    CHECK(fabs(sum - 1.0) < 1e-4);        /* rows of Ahat sum to 1 */
+    CHECK(r == 7 || probe[r * 8 + 7] == 0); /* causal */
+  }
+  CHECK(rfa_session_reset(s) == RFA_OK && rfa_session_position(s) == 0);
+  double max_diff = 0;
+  for (int i = 0; i < 8; ++i) {
+    double t = (double)i;
+    CHECK(rfa_session_prefill_values(s, x + i * DE, 1, &t) == RFA_OK);
+    CHECK(rfa_session_outputs(s, step, DE, &count, &floats) == RFA_OK && count == 1);
+    for (int k = 0; k < DE; ++k) {
+      double d = fabs(step[k] - prefill[i * DE + k]);
+      if (d > max_diff) max_diff = d;
+    }
+  }
+  CHECK(max_diff < 1e-4);
+  /* decreasing timestamps are an input error */
+  double back = 3.0;
+  CHECK(rfa_session_prefill_values(s, x, 1, &back) == RFA_ERROR_INPUT);
+  CHECK(strstr(rfa_last_error(), "timestamps") != NULL);
+  /* context overflow */
+  CHECK(rfa_session_prefill_values(s, x, 8, NULL) == RFA_OK);
+  CHECK(rfa_session_prefill_values(s, x, 8, NULL) == RFA_ERROR_INPUT);
+
+  rfa_session_destroy(s);
+  rfa_model_destroy(model);
+  CHECK(rfa_context_validation_messages(ctx) == 0);
+  rfa_context_destroy(ctx);
+  rfa_session_destroy(NULL);
+  rfa_model_destroy(NULL);
+  rfa_context_destroy(NULL);
+  printf("%d passed, %d failed\n", checks - failures, failures);
+  return failures ? 1 : 0;
+}
