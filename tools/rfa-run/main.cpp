@@ -200,7 +200,10 @@ Result<std::vector<std::pair<int, int>>> parse_dump_spec(const std::string& spec
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// The context outlives run() so that main can report validation messages seen during the run.
+std::unique_ptr<Context> g_ctx;
+
+int run(int argc, char** argv) {
   Args a;
   if (int rc = parse(argc, argv, a); rc >= 0) return rc;
   if (a.version) {
@@ -229,7 +232,7 @@ int main(int argc, char** argv) {
 
   ContextOptions copts;
   copts.device = a.device;
-  std::unique_ptr<Context> ctx;
+  std::unique_ptr<Context>& ctx = g_ctx;
   auto need_ctx = [&]() -> int {
     if (ctx) return 0;
     auto c = Context::create(copts);
@@ -254,13 +257,13 @@ int main(int argc, char** argv) {
   if (a.summary && !a.json) std::printf("%s\n", model_summary(m).c_str());
 
   const bool no_input = a.prompt.empty() && a.tokens.empty() && a.signal.empty();
+  if (no_input && a.summary) return 0;
   if (no_input) {
     if (m.arch == Architecture::signal && m.d_in == 2) {
       if (!a.cpu)
         if (int rc = need_ctx()) return rc;
       return run_spiral_demo(ctx.get(), *model, a.json, a.cpu);
     }
-    if (a.summary) return 0;
     return usage_error("no input: give --prompt, --tokens or --signal");
   }
 
@@ -503,4 +506,16 @@ int main(int argc, char** argv) {
   }
   (void)default_model_used;
   return 0;
+}
+
+int main(int argc, char** argv) {
+  int rc = run(argc, argv);
+  // Under RFA_VALIDATION=1 any validation message makes the run fail (the tests rely on it).
+  if (g_ctx && g_ctx->validation_message_count() > 0) {
+    std::fprintf(stderr, "rfa-run: %llu Vulkan validation message(s) were reported\n",
+                 (unsigned long long)g_ctx->validation_message_count());
+    if (rc == 0) rc = 5;
+  }
+  g_ctx.reset();
+  return rc;
 }

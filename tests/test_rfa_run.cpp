@@ -1,0 +1,145 @@
+// rfa-run end to end, as other programs drive it: dumps on the GPU equal dumps through the CPU
+// twin, streaming equals prefill, seeded generation is deterministic, and every class of bad input
+// exits with its documented code (2 usage, 3 model, 4 input, 5 device) and writes nothing.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "model/npy.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace rfa;
+
+namespace {
+
+std::string bin(const char* name) {
+  const char* b = std::getenv("RFA_BUILD_DIR");
+  return (fs::path(b ? b : ".") / name).string();
+}
+
+int run(const std::string& args) {
+  std::string cmd = bin("rfa-run") + " " + args + " > /dev/null 2>&1";
+  int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string make_model(const std::string& name, const std::string& args) {
+  std::string dir = test::temp_dir("model-" + name);
+  std::string cmd = bin("rfa-make-model") + " --out " + dir + " " + args + " > /dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  return dir;
+}
+
+std::vector<double> load(const std::string& path) {
+  auto a = read_npy(path);
+  REQUIRE_MESSAGE(a.ok(), a.status().to_string());
+  return a->values;
+}
+
+std::vector<float> as_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
+
+void write_signal(const std::string& path, int B, int N, int d) {
+  std::vector<float> x((size_t)B * N * d);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (float)std::sin(0.31 * (double)i) * 2.0f;
+  REQUIRE(write_npy_f32(path, {B, N, d}, x).ok());
+}
+
+}  // namespace
+
+TEST_CASE("rfa-run dumps on the GPU equal the CPU twin's, prefill and stream alike") {
+  struct Case {
+    const char* name;
+    std::string make;
+    std::string input;
+  };
+  std::string dir = test::temp_dir("rfa-run-inputs");
+  write_signal(dir + "/sig2.npy", 2, 19, 2);
+  write_signal(dir + "/sig32.npy", 1, 17, 32);
+  std::vector<float> t(19);
+  for (int i = 0; i < 19; ++i) t[i] = 0.5f * i + 0.1f * (i % 3);
+  REQUIRE(write_npy_f32(dir + "/t.npy", {19}, t).ok());
+  std::vector<int64_t> ids(23);
+  for (int i = 0; i < 23; ++i) ids[i] = (i * 37) % 50;
+  REQUIRE(write_npy_i64(dir + "/ids.npy", {23}, ids).ok());
+  const Case cases[] = {
+      {"lm", "--arch lm --layers 2 --heads 4 --d-e 32 --vocab 50", "--tokens " + dir + "/ids.npy"},
+      {"signal", "--arch signal --layers 2 --heads 2 --d-e 16", "--signal " + dir + "/sig2.npy --timestamps " + dir + "/t.npy"},
+      {"attention", "--arch attention --heads 4 --d-e 32 --set causal=false", "--signal " + dir + "/sig32.npy"},
+      {"gaussian", "--arch signal --layers 1 --heads 2 --d-e 16 --set use_robust_weight=false", "--signal " + dir + "/sig2.npy"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    std::string m = make_model(c.name, c.make);
+    std::string gpu = dir + "/gpu-" + c.name, cpu = dir + "/cpu-" + c.name, st = dir + "/stream-" + c.name;
+    REQUIRE(run("--model " + m + " " + c.input + " --dump " + gpu + " --dump-attention all") == 0);
+    REQUIRE(run("--model " + m + " " + c.input + " --dump " + cpu + " --dump-attention 0:1 --cpu-reference") == 0);
+    std::vector<double> g = load(gpu + "/output.npy"), r = load(cpu + "/output.npy");
+    CHECK_CLOSE_VEC(as_float(g), r, 2e-4, 2e-4);
+    for (const char* f : {"attn_L0_H1.npy", "attn_decayed_L0_H1.npy"}) {
+      CAPTURE(f);
+      CHECK_CLOSE_VEC(as_float(load(gpu + "/" + f)), load(cpu + "/" + f), 1e-5, 1e-4);
+    }
+    CHECK(fs::exists(gpu + "/attn_L0_H3.npy") == (std::string(c.name) == "lm" || std::string(c.name) == "attention"));
+    if (std::string(c.name) != "attention") {  // non-causal models cannot stream
+      REQUIRE(run("--model " + m + " " + c.input + " --dump " + st + " --stream") == 0);
+      CHECK_CLOSE_VEC(as_float(load(st + "/output.npy")), g, 1e-5, 1e-4);
+    } else {
+      CHECK(run("--model " + m + " " + c.input + " --dump " + st + " --stream") == 4);
+    }
+  }
+}
+
+TEST_CASE("rfa-run generation is deterministic with a seed and matches the CPU twin when greedy") {
+  std::string m = make_model("gen", "--arch lm --layers 1 --heads 2 --d-e 16 --vocab 256");
+  std::string dir = test::temp_dir("rfa-run-gen");
+  auto gen = [&](const std::string& extra, const std::string& out) {
+    std::string cmd = bin("rfa-run") + " --model " + m + " --prompt 'hello' --generate 12 --json " + extra + " > " + out;
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::ifstream f(out);
+    std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    auto p = s.find("\"generated\":");
+    REQUIRE(p != std::string::npos);
+    return s.substr(p, s.find(']', p) - p);
+  };
+  std::string a = gen("--temperature 0.8 --top-k 40 --top-p 0.9 --seed 7", dir + "/a.json");
+  std::string b = gen("--temperature 0.8 --top-k 40 --top-p 0.9 --seed 7", dir + "/b.json");
+  CHECK(a == b);
+  std::string greedy = gen("", dir + "/g.json");
+  std::string greedy_cpu = gen("--cpu-reference", dir + "/gc.json");
+  CHECK(greedy == greedy_cpu);
+}
+
+TEST_CASE("rfa-run exit codes: 2 usage, 3 model, 4 input, 5 device; nothing half-written") {
+  std::string m = make_model("codes", "--arch lm --layers 1 --heads 2 --d-e 16 --vocab 50");
+  std::string dir = test::temp_dir("rfa-run-codes");
+  CHECK(run("--no-such-flag 1") == 2);
+  CHECK(run("--model " + m + " --prompt a --tokens x.npy") == 2);
+  CHECK(run("--model " + m + " --generate -3 --prompt a") == 2);
+  CHECK(run("--model " + dir + "/missing --prompt hi") == 3);
+  // a truncated safetensors file
+  fs::create_directories(dir + "/trunc");
+  fs::copy_file(m + "/config.json", dir + "/trunc/config.json");
+  {
+    std::ifstream in(m + "/model.safetensors", std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream out(dir + "/trunc/model.safetensors", std::ios::binary);
+    out << bytes.substr(0, bytes.size() / 2);
+  }
+  CHECK(run("--model " + dir + "/trunc --prompt hi") == 3);
+  std::vector<int64_t> bad = {1, 2, 50};
+  REQUIRE(write_npy_i64(dir + "/bad.npy", {3}, bad).ok());
+  CHECK(run("--model " + m + " --tokens " + dir + "/bad.npy --dump " + dir + "/out1") == 4);
+  CHECK(!fs::exists(dir + "/out1/output.npy"));
+  std::vector<int64_t> good = {1, 2, 3};
+  REQUIRE(write_npy_i64(dir + "/good.npy", {3}, good).ok());
+  REQUIRE(write_npy_f32(dir + "/back.npy", {3}, {0.f, 2.f, 1.f}).ok());
+  CHECK(run("--model " + m + " --tokens " + dir + "/good.npy --timestamps " + dir + "/back.npy") == 4);
+  CHECK(run("--model " + m + " --tokens " + dir + "/good.npy --max-context 2") == 4);
+  CHECK(run("--model " + m + " --signal " + dir + "/good.npy") == 4);
+  CHECK(run("--model " + m + " --tokens " + dir + "/good.npy --device no-such-gpu") == 5);
+  CHECK(run("--model " + m + " --tokens " + dir + "/good.npy") == 0);
+}
