@@ -1,0 +1,278 @@
+#include "ops/rfa_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gpu/pipeline.hpp"
+
+namespace rfa::ops {
+
+namespace {
+
+// Offsets of the per-head table; must match HP_* in shaders/common/rfa_lag_kernels.glsl.
+enum HeadTable : uint32_t {
+  kMu = 0, kSigma2, kS2t, kEta2, kGamma2, kNu, kKappa, kTau, kShift, kCExp, kBetaExp, kAPer, kBPer, kOmegaPer,
+  kGatePrior, kGateScaleExp, kGateC, kBrownian, kMinExp, kMaxExp, kCovFloor, kInvSqrtD, kInvTwoMu, kLinCoef,
+  kColR, kColRSmall, kColRsq, kColRsqSmall,
+  kHeadStride = 32,
+};
+// |mu| below this selects the Brownian (L'Hôpital) branch (reference epsilon, RFA-REFERENCE §4.3).
+constexpr double kBrownianMu = 1e-5;
+
+Result<gpu::Buffer> upload_floats(gpu::Context& ctx, const std::vector<float>& v, const std::string& label) {
+  auto b = ctx.allocator().allocate(std::max<size_t>(v.size(), 1) * 4, gpu::MemoryKind::device, label);
+  if (!b) return b.status();
+  if (!v.empty()) {
+    Status s = ctx.upload(*b, v.data(), v.size() * 4);
+    if (!s.ok()) return s;
+  }
+  return b;
+}
+
+float clamp_float(double x) {  // -1e30-style "no clamp" values stay finite in float
+  return (float)std::clamp(x, -3.0e38, 3.0e38);
+}
+
+Status check_dims(const AttentionParams& p) {
+  if (p.heads < 1) return make_error(Code::invalid_argument, "rfa attention: heads must be >= 1");
+  if (p.dim != 4 && p.dim != 8 && p.dim != 16 && p.dim != 32 && p.dim != 64)
+    return make_error(Code::unsupported, "rfa attention: head dim D = " + std::to_string(p.dim) +
+                                             " (supported: 4, 8, 16, 32, 64)");
+  const size_t HD = (size_t)p.heads * p.dim;
+  if (p.head.size() != (size_t)p.heads || p.omega.size() != HD)
+    return make_error(Code::invalid_argument, "rfa attention: params.head must have heads entries and params.omega heads*dim");
+  for (const auto* g : {&p.norm_q, &p.norm_k, &p.norm_v, &p.norm_o})
+    if (!g->empty() && g->size() != HD)
+      return make_error(Code::invalid_argument, "rfa attention: a complex norm gain vector is not heads*dim long");
+  return Status::Ok();
+}
+
+Status check_size(const gpu::Buffer& b, uint64_t bytes, const char* what) {
+  if (!b.valid() || b.size < bytes)
+    return make_error(Code::invalid_argument, std::string("rfa attention: buffer '") + what + "' holds " +
+                                                  std::to_string(b.size) + " bytes, " + std::to_string(bytes) +
+                                                  " needed");
+  return Status::Ok();
+}
+
+}  // namespace
+
+void split_timestamp(double t, float* hi, float* lo) {
+  const float h = (float)t;
+  *hi = h;
+  *lo = (float)(t - (double)h);
+}
+
+Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const AttentionParams& p) {
+  RFA_TRY(check_dims(p));
+  const int H = p.heads, D = p.dim;
+  const size_t HD = (size_t)H * D;
+  std::vector<float> table((size_t)H * kHeadStride, 0.f);
+  for (int h = 0; h < H; ++h) {
+    const HeadParams& hp = p.head[(size_t)h];
+    float* t = table.data() + (size_t)h * kHeadStride;
+    t[kMu] = (float)hp.mu;
+    t[kSigma2] = (float)hp.sigma2;
+    t[kS2t] = (float)hp.s2t;
+    t[kEta2] = (float)hp.eta2;
+    t[kGamma2] = (float)hp.gamma2;
+    t[kNu] = (float)hp.nu;
+    t[kKappa] = (float)hp.kappa;
+    t[kTau] = (float)hp.tau;
+    t[kShift] = (float)hp.lag_shift;
+    t[kCExp] = (float)hp.c_exp;
+    t[kBetaExp] = (float)hp.beta_exp;
+    t[kAPer] = (float)hp.a_per;
+    t[kBPer] = (float)hp.b_per;
+    t[kOmegaPer] = (float)hp.omega_per;
+    t[kGatePrior] = (float)hp.gate_prior_log;
+    t[kGateScaleExp] = (float)std::exp(hp.gate_scale_log);
+    t[kGateC] = (float)hp.gate_c;
+    // The switch is decided in double, so a mu of 9.99e-6 takes the same branch as in the twin.
+    const bool brownian = std::fabs(hp.mu) < kBrownianMu;
+    t[kBrownian] = brownian ? 1.f : 0.f;
+    t[kMinExp] = clamp_float(p.sw.min_exponent);
+    t[kMaxExp] = clamp_float(p.sw.max_exponent);
+    t[kCovFloor] = (float)p.sw.cov_floor;
+    t[kInvSqrtD] = (float)(1.0 / std::sqrt((double)D));
+    t[kInvTwoMu] = brownian ? 0.f : (float)(1.0 / (2.0 * hp.mu));
+    t[kLinCoef] = (float)(hp.sigma2 / (hp.eta2 + hp.gamma2));
+    const double r = 2.0 * hp.mu + hp.beta_exp;
+    t[kColR] = (float)r;
+    t[kColRSmall] = std::fabs(r) < kBrownianMu ? 1.f : 0.f;
+    const double rsq = 4.0 * hp.mu * hp.mu + hp.omega_per * hp.omega_per;
+    t[kColRsq] = (float)rsq;
+    t[kColRsqSmall] = rsq < kBrownianMu ? 1.f : 0.f;
+  }
+  std::vector<float> omega(2 * HD), shift(2 * HD), gains(4 * HD, 1.f), gain_o(HD, 1.f);
+  for (size_t k = 0; k < HD; ++k) {
+    split_timestamp(p.omega[k], &omega[2 * k], &omega[2 * k + 1]);  // same (hi, lo) split as times
+    const double s = p.head[k / (size_t)D].lag_shift;
+    // The shift rotation e^{i omega s} is per (head, dim): computed once here in double.
+    shift[2 * k] = (float)std::cos(p.omega[k] * s);
+    shift[2 * k + 1] = (float)std::sin(p.omega[k] * s);
+  }
+  const std::vector<double>* g[4] = {&p.norm_q, &p.norm_k, &p.norm_v, &p.norm_o};
+  for (int w = 0; w < 4; ++w)
+    if (!g[w]->empty())
+      for (size_t k = 0; k < HD; ++k) gains[(size_t)w * HD + k] = (float)(*g[w])[k];
+  for (size_t k = 0; k < HD; ++k) gain_o[k] = gains[3 * HD + k];
+
+  AttentionWeightsGpu out;
+  out.params_ = p;
+  auto a = upload_floats(ctx, table, "rfa head table");
+  if (!a) return a.status();
+  out.heads_ = a.take();
+  auto b = upload_floats(ctx, omega, "rfa omega");
+  if (!b) return b.status();
+  out.omega_ = b.take();
+  auto c = upload_floats(ctx, shift, "rfa shift rotation");
+  if (!c) return c.status();
+  out.shift_rot_ = c.take();
+  auto d = upload_floats(ctx, gains, "rfa norm gains");
+  if (!d) return d.status();
+  out.gains_ = d.take();
+  auto e = upload_floats(ctx, gain_o, "rfa output norm gain");
+  if (!e) return e.status();
+  out.gain_o_ = e.take();
+  return out;
+}
+
+Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,
+                                              uint32_t capacity, const char* label) {
+  if (batch == 0 || heads == 0 || dim == 0 || capacity == 0)
+    return make_error(Code::invalid_argument, "rfa attention cache: batch, heads, dim and capacity must be >= 1");
+  const uint64_t cells = (uint64_t)batch * heads * capacity;
+  if (cells * dim * 2 >= (1ull << 32))
+    return make_error(Code::unsupported, "rfa attention cache: more than 2^32 floats per tensor (32-bit indexing)");
+  AttentionCache c;
+  c.batch = batch;
+  c.heads = heads;
+  c.dim = dim;
+  c.capacity = capacity;
+  const std::string base = label ? label : "rfa cache";
+  struct Item {
+    gpu::Buffer* buf;
+    uint64_t bytes;
+    const char* name;
+  } items[] = {{&c.q, cells * dim * 8, " q"},         {&c.k, cells * dim * 8, " k"},
+               {&c.v, cells * dim * 8, " v"},         {&c.q_norm2, cells * 4, " q_norm2"},
+               {&c.k_norm2, cells * 4, " k_norm2"},   {&c.row_max, cells * 4, " row_max"},
+               {&c.row_sum, cells * 4, " row_sum"},   {&c.row_energy, cells * 4, " row_energy"}};
+  for (auto& it : items) {
+    auto b = ctx.allocator().allocate(it.bytes, gpu::MemoryKind::device, base + it.name);
+    if (!b) return b.status();
+    *it.buf = b.take();
+  }
+  return c;
+}
+
+AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, uint32_t n_new, uint32_t dim) {
+  AttentionTiling t;
+  const uint32_t max_wg = std::max<uint32_t>(1, std::min<uint32_t>(64, caps.max_workgroup_invocations));
+  // Few query rows (decode) leave most of a 64-row workgroup idle: split each row's keys instead.
+  if (n_new <= 2) {
+    t.rows_per_group = 1;
+  } else if (n_new <= 8) {
+    t.rows_per_group = 4;
+  } else if (n_new <= 64) {
+    t.rows_per_group = 16;
+  } else {
+    t.rows_per_group = 64;
+  }
+  t.rows_per_group = std::min(t.rows_per_group, max_wg);
+  t.threads_per_row = max_wg / t.rows_per_group;
+  t.workgroup = t.rows_per_group * t.threads_per_row;
+  t.merge_chunk = std::min<uint32_t>(dim, 8);
+  const uint32_t red = t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1;
+  const uint32_t fin = t.threads_per_row > 1 ? t.rows_per_group * dim : 1;
+  // Shared memory: key and value tiles (BK * D complex each), |K|^2 and (hi, lo) times per key, the
+  // merge scratch and three floats per thread. Capped at 32 KiB so two workgroups fit where 64 do.
+  const int64_t budget = (int64_t)std::min<uint32_t>(caps.max_shared_memory, 32768) - (int64_t)(red + fin) * 8 -
+                         (int64_t)t.workgroup * 12 - 256;
+  int64_t bk = budget / (int64_t)(dim * 16 + 12);
+  bk = std::clamp<int64_t>(bk, 4, 64);
+  t.keys_per_tile = (uint32_t)(bk / 4 * 4);
+  t.groups_x = (n_new + t.rows_per_group - 1) / t.rows_per_group;
+  return t;
+}
+
+Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                         const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
+                         const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, uint32_t pos0, uint32_t n_new) {
+  const AttentionParams& p = w.params();
+  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch;
+  if (cache.heads != H || cache.dim != D)
+    return make_error(Code::invalid_argument, "rfa attention: cache heads/dim differ from the layer's");
+  if (n_new == 0) return Status::Ok();
+  if ((uint64_t)pos0 + n_new > cache.capacity)
+    return make_error(Code::invalid_argument, "rfa attention: positions [" + std::to_string(pos0) + ", " +
+                                                  std::to_string(pos0 + n_new) + ") exceed the cache capacity " +
+                                                  std::to_string(cache.capacity));
+  const uint64_t proj = (uint64_t)B * n_new * 2 * H * D * 4;
+  RFA_TRY(check_size(q_proj, proj, "q_proj"));
+  RFA_TRY(check_size(k_proj, proj, "k_proj"));
+  RFA_TRY(check_size(v_proj, proj, "v_proj"));
+  RFA_TRY(check_size(v_norm_scratch, proj, "v_norm"));
+  RFA_TRY(check_size(timestamps, (uint64_t)B * cache.capacity * 8, "timestamps"));
+  // constant_id 0: D, 1: IN_NORM
+  gpu::SpecConstants spec;
+  spec.u32(D).flag(p.sw.complex_input_norm);
+  auto pipe = ctx.pipelines().get("rfa_rotate", 12, 20, spec);
+  if (!pipe) return pipe.status();
+  struct {
+    uint32_t batch, n_new, pos0, capacity, heads;
+  } push{B, n_new, pos0, cache.capacity, H};
+  const uint64_t threads = (uint64_t)B * n_new * H * 3;
+  rec.dispatch(**pipe,
+               {gpu::in(w.omega()), gpu::in(w.gains()), gpu::in(timestamps), gpu::in(q_proj), gpu::in(k_proj),
+                gpu::in(v_proj), gpu::out(cache.q), gpu::out(cache.k), gpu::out(cache.v), gpu::out(cache.q_norm2),
+                gpu::out(cache.k_norm2), gpu::out(v_norm_scratch)},
+               &push, (uint32_t)((threads + 63) / 64), 1, 1, "rfa_rotate");
+  return Status::Ok();
+}
+
+Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                        const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
+                        uint32_t pos0, uint32_t n_new) {
+  const AttentionParams& p = w.params();
+  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch;
+  if (n_new == 0) return Status::Ok();
+  RFA_TRY(check_size(out, (uint64_t)B * n_new * 2 * H * D * 4, "out"));
+  const AttentionTiling t = choose_attention_tiling(ctx.caps(), n_new, D);
+  const AttentionSwitches& sw = p.sw;
+  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL, 9: COV, 10: BIAS,
+  // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM
+  gpu::SpecConstants spec;
+  spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
+      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
+      .flag(sw.causal).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
+      .flag(sw.robust).flag(sw.full_residual).flag(sw.counter_rotate).flag(sw.shift_rotation).flag(sw.gate)
+      .flag(sw.complex_output_norm);
+  auto pipe = ctx.pipelines().get("rfa_attention", 15, 24, spec);
+  if (!pipe) return pipe.status();
+  struct {
+    uint32_t n_new, pos0, kv_len, capacity, heads;
+    float scale;
+  } push{n_new, pos0, pos0 + n_new, cache.capacity, H, 0.f};
+  rec.dispatch(**pipe,
+               {gpu::in(w.head_table()), gpu::in(w.omega()), gpu::in(w.shift_rotation()), gpu::in(w.gain_o()),
+                gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k), gpu::in(cache.v), gpu::in(cache.q_norm2),
+                gpu::in(cache.k_norm2), gpu::in(v_norm_scratch), gpu::out(out), gpu::inout(cache.row_max),
+                gpu::inout(cache.row_sum), gpu::inout(cache.row_energy)},
+               &push, t.groups_x, H, B, "rfa_attention");
+  cache.filled = std::max(cache.filled, pos0 + n_new);
+  return Status::Ok();
+}
+
+Status record_rfa_attention(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                            const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
+                            const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, gpu::Buffer& out, uint32_t pos0,
+                            uint32_t n_new) {
+  RFA_TRY(record_rfa_rotate(ctx, rec, w, cache, timestamps, q_proj, k_proj, v_proj, v_norm_scratch, pos0, n_new));
+  return record_rfa_fused(ctx, rec, w, cache, timestamps, v_norm_scratch, out, pos0, n_new);
+}
+
+}  // namespace rfa::ops

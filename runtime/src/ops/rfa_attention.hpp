@@ -1,0 +1,100 @@
+// The RFA attention op on the GPU (RFA.md §2-§3, RFA-REFERENCE.md §4-§8): rotate new Q/K/V into
+// the stationary frame and the caches, then one fused flash-style kernel (online softmax, decayed
+// aggregation, counter-rotation, gate, output norm, shift rotation). Plus the probes the viewer
+// reads (exact Ahat / A rectangles, row diagnostics, per-head curves). Never an N x N matrix.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/context.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/recorder.hpp"
+#include "rfa/params.hpp"
+
+namespace rfa::ops {
+
+// Per-layer parameters on the GPU, uploaded once: a per-head table of floats (layout in
+// common/rfa_lag_kernels.glsl), omega as (hi, lo) float pairs, e^{i omega s_h}, and the complex
+// norm gains [4][H*D] (q, k, v, o; 1 where a gain vector is empty).
+class AttentionWeightsGpu {
+ public:
+  static Result<AttentionWeightsGpu> create(gpu::Context& ctx, const AttentionParams& params);
+  const AttentionParams& params() const { return params_; }
+  const gpu::Buffer& head_table() const { return heads_; }
+  const gpu::Buffer& omega() const { return omega_; }
+  const gpu::Buffer& shift_rotation() const { return shift_rot_; }
+  const gpu::Buffer& gains() const { return gains_; }
+  const gpu::Buffer& gain_o() const { return gain_o_; }
+
+ private:
+  AttentionParams params_;
+  gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_;
+};
+
+// Per-layer caches for `capacity` positions of `batch` rows. q, k, v: [B, H, capacity, D] complex
+// as (re, im) floats, rotated into the stationary frame; q_norm2, k_norm2: |Q~|^2, |K~|^2
+// [B, H, capacity]; row_max m, row_sum l (Ahat = exp(logit - m) / l) and row_energy (log-sum-exp of
+// the gate's energy; written only when the gate is on, -inf otherwise) [B, H, capacity].
+// `filled` is the number of positions recorded so far (record_rfa_attention raises it); the
+// non-causal probes read keys [0, filled).
+struct AttentionCache {
+  uint32_t batch = 0, heads = 0, dim = 0, capacity = 0;
+  uint32_t filled = 0;
+  gpu::Buffer q, k, v, q_norm2, k_norm2, row_max, row_sum, row_energy;
+  static Result<AttentionCache> create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,
+                                       uint32_t capacity, const char* label);
+};
+
+// How the fused kernel is tiled for a shape: chosen from the device and the shape, never ad hoc.
+struct AttentionTiling {
+  uint32_t rows_per_group = 64;     // BQ
+  uint32_t threads_per_row = 1;     // S: > 1 splits each row's keys (decode)
+  uint32_t keys_per_tile = 32;      // BK
+  uint32_t merge_chunk = 8;         // DC
+  uint32_t workgroup = 64;          // BQ * S
+  uint32_t groups_x = 1;            // ceil(n_new / BQ)
+};
+AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, uint32_t n_new, uint32_t dim);
+
+// Records rotate + fused attention for new positions [pos0, pos0 + n_new) of every batch row.
+// timestamps: [B, capacity] (hi, lo) float pairs (split_timestamp), written by the caller.
+// q/k/v_proj: [B*n_new, 2*H*D] half-split; v_norm_scratch and out: [B*n_new, 2*H*D].
+// Causal: query i sees keys [0, i]; non-causal: keys [0, pos0 + n_new).
+Status record_rfa_attention(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                            const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
+                            const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, gpu::Buffer& out, uint32_t pos0,
+                            uint32_t n_new);
+
+// The two halves of record_rfa_attention, for tests and benchmarks.
+Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                         const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
+                         const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, uint32_t pos0, uint32_t n_new);
+Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                        const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
+                        uint32_t pos0, uint32_t n_new);
+
+// Exact Ahat and A of rows [r0, r1) x cols [c0, c1) (absolute positions) of (b, head), from the
+// caches and row statistics: [rows, cols] floats each, masked entries 0. Positions must be < filled.
+Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& cache,
+                        const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
+                        uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out);
+
+// Per row of [r0, r1), over all keys of the row: out [rows, 8] = entropy of Ahat, log-partition
+// (m + log l), max Ahat, expected lag sum_j A_ij lag_ij, mass of A with lag > thresholds[k], k < 4.
+Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
+                                  const AttentionCache& cache, const gpu::Buffer& timestamps, uint32_t b,
+                                  uint32_t head, uint32_t r0, uint32_t r1, const float thresholds[4],
+                                  gpu::Buffer& out);
+
+// Per-head curves over lags [n_lags] (raw lags; the shift is added inside): out [H, 4, n_lags] =
+// E, Vcov, P, B. Regimes (alpha, beta, label) are host-side: rfa_regime() below.
+Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,
+                         uint32_t n_lags, gpu::Buffer& out);
+// Host-side regime of head h (RFA.md §5), from the double twin's rfa_math.
+RegimeInfo rfa_regime(const AttentionParams& params, int head);
+
+// Host helper: split a double timestamp into the (hi, lo) pair the kernels read (hi = float(t),
+// lo = float(t - hi)); lags formed as (hi_i - hi_j) + (lo_i - lo_j) keep ~1e-7 relative to the lag.
+void split_timestamp(double t, float* hi, float* lo);
+
+}  // namespace rfa::ops

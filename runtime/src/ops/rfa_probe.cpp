@@ -1,0 +1,104 @@
+// The viewer's readouts of an RFA layer: exact attention rectangles, row diagnostics and curves.
+#include <string>
+
+#include "gpu/pipeline.hpp"
+#include "ops/rfa_attention.hpp"
+#include "reference/rfa_math.hpp"
+
+namespace rfa::ops {
+
+namespace {
+
+struct ProbePush {
+  uint32_t b, h, r0, r1, c0, c1, capacity, heads, filled;
+  float thr[4];
+};
+
+Status check_probe(const AttentionWeightsGpu& w, const AttentionCache& c, uint32_t b, uint32_t head, uint32_t r0,
+                   uint32_t r1) {
+  if (c.heads != (uint32_t)w.params().heads || c.dim != (uint32_t)w.params().dim)
+    return make_error(Code::invalid_argument, "rfa probe: cache heads/dim differ from the layer's");
+  if (b >= c.batch || head >= c.heads)
+    return make_error(Code::invalid_argument, "rfa probe: batch row " + std::to_string(b) + " / head " +
+                                                  std::to_string(head) + " out of range");
+  if (r0 > r1 || r1 > c.filled)
+    return make_error(Code::invalid_argument, "rfa probe: rows [" + std::to_string(r0) + ", " + std::to_string(r1) +
+                                                  ") not within the " + std::to_string(c.filled) +
+                                                  " positions computed so far");
+  return Status::Ok();
+}
+
+Result<const gpu::Pipeline*> probe_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode) {
+  const AttentionSwitches& sw = p.sw;
+  // constant_id 0: D, 1: COV, 2: BIAS, 3: PREC, 4: ROBUST, 5: FULL_RESID, 6: CAUSAL, 7: MODE
+  gpu::SpecConstants spec;
+  spec.u32((uint32_t)p.dim).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
+      .flag(sw.robust).flag(sw.full_residual).flag(sw.causal).u32(mode);
+  return ctx.pipelines().get("rfa_probe", 10, sizeof(ProbePush), spec);
+}
+
+}  // namespace
+
+Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& c,
+                        const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
+                        uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out) {
+  RFA_TRY(check_probe(w, c, b, head, r0, r1));
+  if (c0 > c1 || c1 > c.filled)
+    return make_error(Code::invalid_argument, "rfa probe: columns beyond the positions computed so far");
+  const uint64_t n = (uint64_t)(r1 - r0) * (c1 - c0);
+  if (n == 0) return Status::Ok();
+  if (ahat_out.size < n * 4 || a_out.size < n * 4)
+    return make_error(Code::invalid_argument, "rfa probe: output buffers smaller than rows x cols floats");
+  auto pipe = probe_pipeline(ctx, w.params(), 0);
+  if (!pipe) return pipe.status();
+  ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, {0, 0, 0, 0}};
+  rec.dispatch(**pipe,
+               {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
+                gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(ahat_out), gpu::out(a_out)},
+               &push, (uint32_t)((n + 63) / 64), 1, 1, "rfa_probe");
+  return Status::Ok();
+}
+
+Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
+                                  const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b, uint32_t head,
+                                  uint32_t r0, uint32_t r1, const float thresholds[4], gpu::Buffer& out) {
+  RFA_TRY(check_probe(w, c, b, head, r0, r1));
+  const uint32_t rows = r1 - r0;
+  if (rows == 0) return Status::Ok();
+  if (out.size < (uint64_t)rows * 8 * 4)
+    return make_error(Code::invalid_argument, "rfa row diagnostics: output smaller than rows x 8 floats");
+  auto pipe = probe_pipeline(ctx, w.params(), 1);
+  if (!pipe) return pipe.status();
+  ProbePush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled,
+                 {thresholds[0], thresholds[1], thresholds[2], thresholds[3]}};
+  // The rectangle outputs are unused in this mode; `out` is bound twice (read by nobody).
+  rec.dispatch(**pipe,
+               {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
+                gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(out), gpu::out(out)},
+               &push, (rows + 63) / 64, 1, 1, "rfa_row_diagnostics");
+  return Status::Ok();
+}
+
+Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,
+                         uint32_t n_lags, gpu::Buffer& out) {
+  const AttentionParams& p = w.params();
+  const uint64_t n = (uint64_t)n_lags * p.heads;
+  if (n == 0) return Status::Ok();
+  if (lags.size < (uint64_t)n_lags * 4 || out.size < n * 4 * 4)
+    return make_error(Code::invalid_argument, "rfa curves: lags must hold n_lags floats and out heads*4*n_lags");
+  // constant_id 0: COV, 1: BIAS, 2: PREC
+  gpu::SpecConstants spec;
+  spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
+  auto pipe = ctx.pipelines().get("rfa_curves", 3, 8, spec);
+  if (!pipe) return pipe.status();
+  struct {
+    uint32_t n_lags, heads;
+  } push{n_lags, (uint32_t)p.heads};
+  rec.dispatch(**pipe, {gpu::in(w.head_table()), gpu::in(lags), gpu::out(out)}, &push, (uint32_t)((n + 63) / 64), 1, 1,
+               "rfa_curves");
+  return Status::Ok();
+}
+
+RegimeInfo rfa_regime(const AttentionParams& params, int head) { return ref::regime(params, head); }
+
+}  // namespace rfa::ops

@@ -1,0 +1,262 @@
+// The fused, flash-style attention kernel shared by rfa_attention.comp (RFA_SDPA 0) and sdpa.comp
+// (RFA_SDPA 1), so that the benchmark's yardstick has exactly the same tiling and online softmax.
+//
+// One workgroup serves BQ query rows of one (batch row, head); S threads share each row and split
+// its keys (S = 1 for prefill, S = 64 / BQ = 1 for a decode step), merging their (m, l, acc) states
+// in shared memory at the end. Keys stream through shared memory in tiles of BK; causal workgroups
+// stop at their last row's position. Per tile a thread first forms its logits (pass 1), then
+// rescales once and accumulates exp(logit - m) E V~ (pass 2). No N x N matrix exists anywhere.
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;   // BQ * S
+layout(constant_id = 1) const uint BQ = 64;   // query rows per workgroup
+layout(constant_id = 2) const uint S = 1;     // threads per query row
+layout(constant_id = 3) const uint BK = 32;   // keys per shared-memory tile
+layout(constant_id = 4) const uint D = 32;    // complex dims per head
+layout(constant_id = 5) const uint DC = 8;    // complex components merged per reduction round
+layout(constant_id = 6) const uint RED = 1;   // WG * DC when S > 1, else 1
+layout(constant_id = 7) const uint FIN = 1;   // BQ * D when S > 1, else 1
+layout(constant_id = 8) const bool CAUSAL = true;
+#if !RFA_SDPA
+layout(constant_id = 9) const uint COV = 1;           // rfa::Covariance
+layout(constant_id = 10) const uint BIAS = 1;         // rfa::AdditiveBias
+layout(constant_id = 11) const uint PREC = 1;         // rfa::RobustPrecision
+layout(constant_id = 12) const bool ROBUST = true;    // Student-t kernel
+layout(constant_id = 13) const bool FULL_RESID = true;
+layout(constant_id = 14) const bool COUNTER_ROT = true;
+layout(constant_id = 15) const bool SHIFT_ROT = true;
+layout(constant_id = 16) const bool GATE = false;     // also turns on the energy log-sum-exp
+layout(constant_id = 17) const bool OUT_NORM = false;
+const bool WANT_VCOV = false;
+#endif
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+#if RFA_SDPA
+layout(std430, binding = 0) readonly buffer Qb { vec2 Qc[]; };
+layout(std430, binding = 1) readonly buffer Kb { vec2 Kc[]; };
+layout(std430, binding = 2) readonly buffer Vb { vec2 Vc[]; };
+layout(std430, binding = 3) writeonly buffer Ob { float attn_out[]; };
+layout(std430, binding = 4) writeonly buffer Mb { float row_max[]; };
+layout(std430, binding = 5) writeonly buffer Lb { float row_sum[]; };
+#else
+layout(std430, binding = 0) readonly buffer Hb { float hp[]; };
+layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };      // (hi, lo) [H*D]
+layout(std430, binding = 2) readonly buffer Rb { vec2 shift_rot[]; };  // e^{i omega s_h} [H*D]
+layout(std430, binding = 3) readonly buffer Gb { float gain_o[]; };    // [H*D]
+layout(std430, binding = 4) readonly buffer Tb { vec2 ts[]; };         // (hi, lo) [B, capacity]
+layout(std430, binding = 5) readonly buffer Qb { vec2 Qc[]; };
+layout(std430, binding = 6) readonly buffer Kb { vec2 Kc[]; };
+layout(std430, binding = 7) readonly buffer Vb { vec2 Vc[]; };
+layout(std430, binding = 8) readonly buffer QNb { float q_norm2[]; };
+layout(std430, binding = 9) readonly buffer KNb { float k_norm2[]; };
+layout(std430, binding = 10) readonly buffer VNb { float v_norm[]; };  // [B*n_new, 2*H*D] half-split
+layout(std430, binding = 11) writeonly buffer Ob { float attn_out[]; };
+layout(std430, binding = 12) writeonly buffer Mb { float row_max[]; };
+layout(std430, binding = 13) writeonly buffer Lb { float row_sum[]; };
+layout(std430, binding = 14) writeonly buffer Eb { float row_energy[]; };
+#include "rfa_phase.glsl"
+#include "rfa_lag_kernels.glsl"
+#include "rfa_logit.glsl"
+#endif
+
+layout(push_constant) uniform Push {
+  uint n_new;     // query rows per batch row in this call
+  uint pos0;      // absolute position of the first of them
+  uint kv_len;    // keys [0, kv_len) exist in the cache
+  uint capacity;  // cache positions per (batch row, head)
+  uint heads;
+  float scale;    // SDPA only: logit = scale Re(conj(q) k)
+} pc;
+
+shared vec2 sk[BK * D];
+shared vec2 sv[BK * D];
+#if !RFA_SDPA
+shared float skn[BK];
+shared vec2 st[BK];
+#endif
+shared float sm[WG];
+shared float sl[WG];
+shared float sle[WG];
+shared vec2 sred[RED];
+shared vec2 sfin[FIN];
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint rloc = tid / S, sidx = tid % S;
+  const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint q0 = gl_WorkGroupID.x * BQ;
+  const uint qi = q0 + rloc;
+  const bool row_live = qi < pc.n_new;
+  const uint i = pc.pos0 + qi;
+  const uint base = (b * pc.heads + h) * pc.capacity;
+  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
+  const uint kv_end = CAUSAL ? min(pc.kv_len, pc.pos0 + last_q + 1) : pc.kv_len;
+
+  vec2 q[D], acc[D];
+  for (uint d = 0; d < D; ++d) {
+    q[d] = row_live ? Qc[(base + i) * D + d] : vec2(0.0);
+    acc[d] = vec2(0.0);
+  }
+#if RFA_SDPA
+  for (uint d = 0; d < D; ++d) q[d] *= pc.scale;
+#else
+  const Head P = load_head(h);
+  const float qn = row_live ? q_norm2[base + i] : 0.0;
+  const vec2 ti = row_live ? ts[b * pc.capacity + i] : vec2(0.0);
+  float me = NEG_INF, le = 0.0;  // energy log-sum-exp state (GATE only)
+  float ee[BK], en[BK];
+#endif
+  float m = NEG_INF, l = 0.0;
+  float lg[BK];
+
+  for (uint j0 = 0; j0 < kv_end; j0 += BK) {
+    const uint nk = min(BK, kv_end - j0);
+    for (uint e = tid; e < nk * D; e += WG) {
+      sk[e] = Kc[(base + j0) * D + e];
+      sv[e] = Vc[(base + j0) * D + e];
+    }
+#if !RFA_SDPA
+    for (uint e = tid; e < nk; e += WG) {
+      skn[e] = k_norm2[base + j0 + e];
+      st[e] = ts[b * pc.capacity + j0 + e];
+    }
+#endif
+    barrier();
+    if (row_live) {
+      const uint jend = CAUSAL ? (i + 1 > j0 ? min(nk, i + 1 - j0) : 0) : nk;
+      float tmax = NEG_INF;
+#if !RFA_SDPA
+      float emax = NEG_INF;
+#endif
+      bool any = false;
+      for (uint jj = sidx; jj < jend; jj += S) {
+        float cross = 0.0;
+        for (uint d = 0; d < D; ++d) cross += dot(q[d], sk[jj * D + d]);
+#if RFA_SDPA
+        lg[jj] = cross;
+#else
+        const vec2 tj = st[jj];
+        float lag = (ti.x - tj.x) + (ti.y - tj.y);
+        if (!CAUSAL) lag = abs(lag);
+        const LagTerms t = lag_terms(P, lag);
+        float logit, energy;
+        rfa_pair_logit(P, t, qn, skn[jj], cross, logit, energy);
+        lg[jj] = logit;
+        ee[jj] = t.E;
+        en[jj] = energy;
+        emax = max(emax, energy);
+#endif
+        tmax = max(tmax, lg[jj]);
+        any = true;
+      }
+      if (any) {
+        const float mn = max(m, tmax);
+        const float sc = exp(m - mn);
+        m = mn;
+        l *= sc;
+        for (uint d = 0; d < D; ++d) acc[d] *= sc;
+#if !RFA_SDPA
+        float mne = me, sce = 1.0;
+        if (GATE) {
+          mne = max(me, emax);
+          sce = exp(me - mne);
+          me = mne;
+          le *= sce;
+        }
+#endif
+        for (uint jj = sidx; jj < jend; jj += S) {
+          const float p = exp(lg[jj] - m);
+          l += p;
+#if RFA_SDPA
+          const float w = p;
+#else
+          const float w = p * ee[jj];  // decayed attention A = Ahat E (RFA-REFERENCE §6)
+          if (GATE) le += exp(en[jj] - me);
+#endif
+          for (uint d = 0; d < D; ++d) acc[d] += w * sv[jj * D + d];
+        }
+      }
+    }
+    barrier();
+  }
+
+  // Merge the S partial states of each row (split keys).
+  if (S > 1) {
+    sm[tid] = m;
+    barrier();
+    float mrow = NEG_INF;
+    for (uint s = 0; s < S; ++s) mrow = max(mrow, sm[rloc * S + s]);
+    const float f = m == NEG_INF ? 0.0 : exp(m - mrow);
+    sl[tid] = l * f;
+    barrier();
+    float lrow = 0.0;
+    for (uint s = 0; s < S; ++s) lrow += sl[rloc * S + s];
+#if !RFA_SDPA
+    if (GATE) {
+      barrier();
+      sm[tid] = me;
+      barrier();
+      float merow = NEG_INF;
+      for (uint s = 0; s < S; ++s) merow = max(merow, sm[rloc * S + s]);
+      sle[tid] = me == NEG_INF ? 0.0 : le * exp(me - merow);
+      barrier();
+      float lerow = 0.0;
+      for (uint s = 0; s < S; ++s) lerow += sle[rloc * S + s];
+      me = merow;
+      le = lerow;
+    }
+#endif
+    for (uint c0 = 0; c0 < D; c0 += DC) {
+      for (uint k = 0; k < DC; ++k) sred[tid * DC + k] = acc[c0 + k] * f;
+      barrier();
+      for (uint k = sidx; k < DC; k += S) {
+        vec2 sum = vec2(0.0);
+        for (uint s = 0; s < S; ++s) sum += sred[(rloc * S + s) * DC + k];
+        sfin[rloc * D + c0 + k] = sum;
+      }
+      barrier();
+    }
+    for (uint d = 0; d < D; ++d) acc[d] = sfin[rloc * D + d];
+    m = mrow;
+    l = lrow;
+  }
+
+  if (!row_live || sidx != 0) return;
+  const bool has_keys = l > 0.0;
+  const float inv_l = has_keys ? 1.0 / l : 0.0;
+  for (uint d = 0; d < D; ++d) acc[d] *= inv_l;
+  const uint HD = pc.heads * D;
+  const uint orow = (b * pc.n_new + qi) * 2 * HD;
+#if !RFA_SDPA
+  if (COUNTER_ROT)
+    for (uint d = 0; d < D; ++d) acc[d] = rfa_cmul(acc[d], rfa_cis(rfa_angle(omega[h * D + d], ti)));
+  float lse_energy = NEG_INF;
+  if (GATE) {
+    if (le > 0.0) lse_energy = me + log(le);
+    // g = sigmoid(exp(gate_scale_log) (lse + c) - gate_prior_log); no key at all gives g = 0.
+    const float x = P.gate_scale_exp * (lse_energy + P.gate_c) - P.gate_prior;
+    const float g = le > 0.0 ? 1.0 / (1.0 + exp(-x)) : 0.0;
+    for (uint d = 0; d < D; ++d) {
+      const vec2 vn = vec2(v_norm[orow + h * D + d], v_norm[orow + HD + h * D + d]);
+      acc[d] = g * acc[d] + (1.0 - g) * vn;
+    }
+  }
+  if (OUT_NORM) {
+    float ss = 0.0;
+    for (uint d = 0; d < D; ++d) ss += dot(acc[d], acc[d]);
+    const float inv = 1.0 / sqrt(ss / float(D) + 1e-6);
+    for (uint d = 0; d < D; ++d) acc[d] *= inv * gain_o[h * D + d];
+  }
+  if (SHIFT_ROT)
+    for (uint d = 0; d < D; ++d) acc[d] = rfa_cmul(acc[d], shift_rot[h * D + d]);
+  row_energy[base + i] = lse_energy;
+#endif
+  for (uint d = 0; d < D; ++d) {
+    attn_out[orow + h * D + d] = acc[d].x;
+    attn_out[orow + HD + h * D + d] = acc[d].y;
+  }
+  row_max[base + i] = has_keys ? m : NEG_INF;
+  row_sum[base + i] = l;
+}

@@ -1,0 +1,448 @@
+// The GPU RFA attention (rotate + fused kernel, probes, curves, SDPA) against the double-precision
+// CPU twin (reference/attention_ref, reference/rfa_math) over every switch, the paper's named
+// models and baselines, off-tile shapes, uniform / irregular / ~1e6 timestamps, and the
+// prefill == successive-decode identity through the cache.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <complex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/rfa_attention.hpp"
+#include "ops/sdpa.hpp"
+#include "reference/attention_ref.hpp"
+#include "reference/ops_ref.hpp"
+#include "reference/rfa_math.hpp"
+#include "test_support.hpp"
+
+using namespace rfa;
+using cd = std::complex<double>;
+
+namespace {
+
+double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+
+// The paper's models as physical parameters (RFA-REFERENCE §3.5, §9) on H heads of D dims, with
+// per-head noise jittered so heads differ. Names: M1, M2, M2.1 ... M2.7, RoPE, ALiBi, DecayedRoPE,
+// SCRoPE.
+AttentionParams model(const std::string& name, int H, int D, uint32_t seed = 3) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  AttentionParams p;
+  p.heads = H;
+  p.dim = D;
+  const bool m1 = name == "M1";
+  const int half = D / 2;
+  for (int h = 0; h < H; ++h) {
+    // SC bank: heads hold slices of one master bank (slow -> fast); M1: every head the RoPE bank.
+    double wmax = 0;
+    for (int k = 0; k < half; ++k) {
+      const double w = (m1 || name == "RoPE")
+                           ? std::pow(10000.0, -(double)k / half)
+                           : std::pow(10000.0, -(double)(H * half - 1 - half * h - k) / (H * half));
+      wmax = std::max(wmax, w);
+      p.omega.push_back(w);
+      p.omega.push_back(-w);
+    }
+    HeadParams hp;
+    const double mu0 = (h < std::max(1, H / 4)) ? 0.0 : 0.05 * wmax;
+    hp.mu = m1 ? mu0 * 5.0 / 511.0 : mu0;
+    hp.sigma2 = std::max(2.0 * 0.1 * mu0, 1e-6) * (1.0 + u(rng));
+    hp.s2t = softplus(0.1);
+    hp.eta2 = softplus(1.0) + 1e-5 + 0.2 * u(rng);
+    hp.gamma2 = softplus(1.0) + 1e-5 + 0.2 * u(rng);
+    hp.nu = D * softplus(4.0 + u(rng)) + 2 + 1e-5;
+    hp.kappa = (hp.nu + D) / D;
+    hp.tau = softplus(1.0) + 1e-5 + 0.3 * u(rng);
+    hp.lag_shift = softplus(0.0) + 0.2 * u(rng);
+    hp.gate_prior_log = 0.1 * u(rng);
+    hp.gate_scale_log = -2.0 + 0.5 * u(rng);
+    const double nu_g = D * (softplus(4.0) + 2 + 1e-5);
+    hp.gate_c = std::log(nu_g - 2.0 + 1e-5) - std::log(nu_g + 1e-5);
+    p.head.push_back(hp);
+  }
+  AttentionSwitches& sw = p.sw;
+  auto flat = [&] {
+    sw.additive_bias = AdditiveBias::none;
+    sw.precision = RobustPrecision::inv_sqrt_d;
+  };
+  auto pure_rotation = [&](bool keep_mu) {
+    for (auto& hp : p.head) {
+      if (!keep_mu) hp.mu = 0;
+      hp.sigma2 = 0;
+      hp.eta2 = 0;
+    }
+    sw.robust = false;
+    sw.full_residual = false;
+    flat();
+  };
+  if (name == "M1" || name == "M2") {
+  } else if (name == "M2.1") {
+    sw.robust = false;
+  } else if (name == "M2.2") {
+    for (auto& hp : p.head) hp.sigma2 = hp.eta2 = 0;
+    flat();
+  } else if (name == "M2.3") {
+    sw.precision = RobustPrecision::inv_sqrt_d;
+  } else if (name == "M2.4") {
+    sw.counter_rotate = false;
+  } else if (name == "M2.5") {
+    for (auto& w : p.omega) w = 0;
+  } else if (name == "M2.6" || name == "SCRoPE") {
+    pure_rotation(false);
+  } else if (name == "M2.7") {
+    sw.gate = true;
+  } else if (name == "RoPE") {
+    pure_rotation(false);
+    for (auto& hp : p.head) hp.lag_shift = 0;
+  } else if (name == "DecayedRoPE") {
+    pure_rotation(true);
+  } else if (name == "ALiBi") {
+    pure_rotation(false);
+    for (auto& w : p.omega) w = 0;
+    for (auto& hp : p.head) hp.sigma2 = 0.05 * (1 + u(rng)), hp.eta2 = 1.0;
+    sw.additive_bias = AdditiveBias::linear_lag;
+  } else {
+    FAIL("unknown model " << name);
+  }
+  return p;
+}
+
+std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+struct Inputs {
+  int B = 1, N = 1;
+  std::vector<float> q, k, v;  // [B*N, 2*H*D] half-split
+  std::vector<double> t;       // [B*N], empty: 0..N-1
+};
+
+Inputs make_inputs(const AttentionParams& p, int B, int N, uint32_t seed, int times /*0 uniform, 1 irregular, 2 ~1e6*/) {
+  Inputs in;
+  in.B = B;
+  in.N = N;
+  const size_t n = (size_t)B * N * 2 * p.heads * p.dim;
+  in.q = test::random_floats(n, seed, -1.f, 1.f);
+  in.k = test::random_floats(n, seed + 1, -1.f, 1.f);
+  in.v = test::random_floats(n, seed + 2, -1.f, 1.f);
+  if (times > 0) {
+    std::mt19937 rng(seed + 3);
+    std::uniform_real_distribution<double> gap(0.0, 2.5);
+    for (int b = 0; b < B; ++b) {
+      double t = times == 2 ? 1.0e6 + 0.37 * b : 0.25 * b;
+      for (int i = 0; i < N; ++i) {
+        in.t.push_back(t);
+        t += (i % 7 == 3) ? 0.0 : gap(rng);  // repeated timestamps too
+      }
+    }
+  }
+  return in;
+}
+
+struct GpuRun {
+  std::vector<float> out, row_max, row_sum, row_energy;
+};
+
+struct Fixture {
+  const AttentionParams& p;
+  const Inputs& in;
+  uint32_t cap;
+  ops::AttentionWeightsGpu w;
+  ops::AttentionCache cache;
+  gpu::Buffer ts;
+  Fixture(const AttentionParams& p_, const Inputs& in_, uint32_t extra = 0) : p(p_), in(in_), cap((uint32_t)in_.N + extra) {
+    auto& g = test::gpu();
+    auto wr = ops::AttentionWeightsGpu::create(g, p);
+    REQUIRE_MESSAGE(wr.ok(), wr.status().to_string());
+    w = wr.take();
+    auto cr = ops::AttentionCache::create(g, (uint32_t)in.B, (uint32_t)p.heads, (uint32_t)p.dim, cap, "test cache");
+    REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
+    cache = cr.take();
+    std::vector<float> tf((size_t)in.B * cap * 2, 0.f);
+    for (int b = 0; b < in.B; ++b)
+      for (int i = 0; i < in.N; ++i) {
+        const double t = in.t.empty() ? (double)i : in.t[(size_t)b * in.N + i];
+        ops::split_timestamp(t, &tf[((size_t)b * cap + i) * 2], &tf[((size_t)b * cap + i) * 2 + 1]);
+      }
+    ts = test::upload(tf, "timestamps");
+  }
+  ~Fixture() {}
+  std::vector<float> rows(const std::vector<float>& x, int i0, int n) const {  // rows [i0, i0+n) of every batch row
+    const size_t W = 2 * (size_t)p.heads * p.dim;
+    std::vector<float> r;
+    for (int b = 0; b < in.B; ++b)
+      r.insert(r.end(), x.begin() + ((size_t)b * in.N + i0) * W, x.begin() + ((size_t)b * in.N + i0 + n) * W);
+    return r;
+  }
+  // Runs positions [0, N) in chunks of `chunk` new positions per call; returns out [B*N, 2HD].
+  GpuRun run(int chunk) {
+    auto& g = test::gpu();
+    const size_t W = 2 * (size_t)p.heads * p.dim;
+    std::vector<float> out((size_t)in.B * in.N * W);
+    for (int i0 = 0; i0 < in.N; i0 += chunk) {
+      const int n = std::min(chunk, in.N - i0);
+      gpu::Buffer q = test::upload(rows(in.q, i0, n)), k = test::upload(rows(in.k, i0, n)), v = test::upload(rows(in.v, i0, n));
+      gpu::Buffer vn = test::zeros((size_t)in.B * n * W), o = test::zeros((size_t)in.B * n * W);
+      gpu::Recorder rec(g);
+      REQUIRE(rec.begin().ok());
+      Status s = ops::record_rfa_attention(g, rec, w, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
+      REQUIRE_MESSAGE(s.ok(), s.to_string());
+      s = rec.submit_and_wait();
+      REQUIRE_MESSAGE(s.ok(), s.to_string());
+      const std::vector<float> part = test::download(o, (size_t)in.B * n * W);
+      for (int b = 0; b < in.B; ++b)
+        std::copy(part.begin() + (size_t)b * n * W, part.begin() + (size_t)(b + 1) * n * W,
+                  out.begin() + ((size_t)b * in.N + i0) * W);
+    }
+    GpuRun r;
+    r.out = out;
+    const size_t cells = (size_t)in.B * p.heads * cap;
+    r.row_max = test::download(cache.row_max, cells);
+    r.row_sum = test::download(cache.row_sum, cells);
+    r.row_energy = test::download(cache.row_energy, cells);
+    return r;
+  }
+  // [B][H][cap] -> [B][H][N]
+  std::vector<float> trim(const std::vector<float>& x) const {
+    std::vector<float> r;
+    for (size_t bh = 0; bh < (size_t)in.B * p.heads; ++bh) r.insert(r.end(), x.begin() + bh * cap, x.begin() + bh * cap + in.N);
+    return r;
+  }
+};
+
+ref::AttentionOutputs twin(const AttentionParams& p, const Inputs& in, bool matrices = false) {
+  const int rows = in.B * in.N;
+  auto Q = ref::split_complex(to_double(in.q), rows, p.heads, p.dim);
+  auto K = ref::split_complex(to_double(in.k), rows, p.heads, p.dim);
+  auto V = ref::split_complex(to_double(in.v), rows, p.heads, p.dim);
+  ref::AttentionOutputs o;
+  ref::AttentionOptions opt;
+  opt.want_matrices = matrices;
+  Status s = ref::attention(p, in.B, in.N, Q, K, V, in.t, &o, opt);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  return o;
+}
+
+// fp32 tolerance: logits of magnitude ~10 carry ~1e-6 relative error, so weights and outputs are
+// good to ~1e-5; 2e-4 abs-or-rel leaves margin for N = 2053-term sums.
+constexpr double kTol = 2e-4;
+
+void check_model(const AttentionParams& p, int B, int N, int times, int chunk = 1 << 30, uint32_t seed = 11) {
+  CAPTURE(B);
+  CAPTURE(N);
+  CAPTURE(times);
+  CAPTURE(chunk);
+  CAPTURE(p.heads);
+  CAPTURE(p.dim);
+  const Inputs in = make_inputs(p, B, N, seed, times);
+  const ref::AttentionOutputs r = twin(p, in);
+  Fixture f(p, in);
+  const GpuRun g = f.run(std::min(chunk, N));
+  CHECK_CLOSE_VEC(g.out, ref::pack_complex(r.est, B * N, p.heads, p.dim), kTol, kTol);
+  // Row statistics: compare the log-partition m + log l (m alone is the same max either way).
+  std::vector<float> lse;
+  const auto mx = f.trim(g.row_max), sm = f.trim(g.row_sum);
+  for (size_t k = 0; k < mx.size(); ++k) lse.push_back(mx[k] + std::log(sm[k]));
+  CHECK_CLOSE_VEC(lse, r.row_lse, kTol * 10, kTol);
+  if (p.sw.gate) CHECK_CLOSE_VEC(f.trim(g.row_energy), r.energy_lse, kTol * 10, kTol);
+}
+
+}  // namespace
+
+TEST_CASE("named models match the twin (prefill, causal, uniform and irregular times)") {
+  const char* names[] = {"M1", "M2", "M2.1", "M2.2", "M2.3", "M2.4", "M2.5", "M2.6", "M2.7",
+                         "RoPE", "ALiBi", "DecayedRoPE", "SCRoPE"};
+  int k = 0;
+  for (const char* name : names) {
+    CAPTURE(std::string(name));
+    const int D = (k % 3 == 0) ? 8 : (k % 3 == 1 ? 32 : 4);
+    const int H = (k % 2 == 0) ? 3 : 8;
+    check_model(model(name, H, D), 1 + k % 2, k % 2 ? 61 : 127, k % 2);
+    ++k;
+  }
+}
+
+TEST_CASE("every covariance, bias, precision and switch") {
+  for (int cov = 0; cov < 5; ++cov)
+    for (int prec = 0; prec < 3; ++prec) {
+      AttentionParams p = model("M2", 3, 8, 5 + cov);
+      p.sw.covariance = (Covariance)cov;
+      p.sw.precision = (RobustPrecision)prec;
+      p.sw.additive_bias = (AdditiveBias)((cov + prec) % 3);
+      if (cov == 4)
+        for (auto& hp : p.head) {
+          hp.c_exp = 0.2;
+          hp.beta_exp = 0.05;
+          hp.a_per = 0.1;
+          hp.b_per = -0.05;
+          hp.omega_per = 0.3;
+        }
+      CAPTURE(cov);
+      CAPTURE(prec);
+      check_model(p, 1, 61, 1);
+    }
+  // The remaining switches, one at a time and together, non-causal too.
+  for (int mask = 0; mask < 8; ++mask) {
+    AttentionParams p = model("M2", 3, 16, 17 + mask);
+    p.sw.causal = (mask & 1) == 0;
+    p.sw.complex_input_norm = (mask & 2) != 0;
+    p.sw.complex_output_norm = (mask & 4) != 0;
+    p.sw.shift_rotation = mask != 3;
+    p.sw.gate = mask >= 5;
+    p.sw.counter_rotate = mask != 6;
+    if (mask & 2) {
+      auto g = test::random_floats(3 * 16 * 4, 77 + mask, 0.5f, 1.5f);
+      p.norm_q.assign(g.begin(), g.begin() + 48);
+      p.norm_k.assign(g.begin() + 48, g.begin() + 96);
+      p.norm_v.assign(g.begin() + 96, g.begin() + 144);
+      p.norm_o.assign(g.begin() + 144, g.end());
+    }
+    CAPTURE(mask);
+    check_model(p, 2, 61, mask % 2);
+  }
+}
+
+TEST_CASE("shapes: N = 1, 2 and D = 64; long N once") {
+  for (int N : {1, 2}) check_model(model("M2", 8, 32), 2, N, 1);
+  check_model(model("M2", 1, 64), 1, 127, 0);
+  check_model(model("M2.7", 1, 64), 2, 61, 1);
+  check_model(model("M2", 1, 8), 1, 2053, 1);
+  check_model(model("M1", 2, 4), 1, 1000, 0);
+}
+
+TEST_CASE("prefill equals successive decode steps through the cache") {
+  AttentionParams p = model("M2.7", 3, 16);
+  for (int chunk : {1, 5}) check_model(p, 2, 61, 1, chunk);
+  // Non-causal: a single position (the only prefix a non-causal decode step equals the twin on).
+  AttentionParams nc = model("M2", 3, 8);
+  nc.sw.causal = false;
+  check_model(nc, 1, 1, 1, 1);
+}
+
+TEST_CASE("limits: t ~ 1e6, mu = 0, tiny and huge nu, large tau") {
+  check_model(model("M2", 3, 32), 2, 127, 2);
+  check_model(model("M1", 8, 8), 1, 61, 2);
+  for (double nu : {1e-3, 1e9}) {
+    AttentionParams p = model("M2", 3, 8);
+    for (auto& hp : p.head) {
+      hp.nu = nu;
+      hp.kappa = (nu + 8) / 8;
+    }
+    CAPTURE(nu);
+    check_model(p, 1, 61, 1);
+  }
+  AttentionParams hot = model("M2", 3, 8);
+  for (auto& hp : hot.head) hp.tau = 50;
+  check_model(hot, 1, 61, 0);
+  AttentionParams zero_mu = model("M2", 3, 8);
+  for (auto& hp : zero_mu.head) hp.mu = 0;
+  check_model(zero_mu, 1, 61, 1);
+}
+
+TEST_CASE("pure rotation equals RoPE dot-product attention") {
+  // M2.6 without shift and mu = 0: logits tau Re(conj(Q~) K~) / sqrt(D) (RFA-REFERENCE §11.10), i.e.
+  // SDPA on the rotated caches with scale tau / sqrt(D), before counter-rotation.
+  AttentionParams p = model("RoPE", 3, 16);
+  p.sw.counter_rotate = false;
+  for (auto& hp : p.head) hp.tau = 1.7;
+  const Inputs in = make_inputs(p, 2, 61, 5, 1);
+  Fixture f(p, in);
+  const GpuRun g = f.run(61);
+  auto& ctx = test::gpu();
+  gpu::Buffer o = test::zeros((size_t)2 * 61 * 2 * 3 * 16);
+  gpu::Recorder rec(ctx);
+  REQUIRE(rec.begin().ok());
+  REQUIRE(ops::record_sdpa(ctx, rec, f.cache, o, 0, 61, true, (float)(1.7 / 4.0)).ok());
+  REQUIRE(rec.submit_and_wait().ok());
+  CHECK_CLOSE_VEC(test::download(o, g.out.size()), to_double(g.out), 1e-5, 1e-4);
+}
+
+TEST_CASE("probe rectangles and row diagnostics equal the twin") {
+  for (bool causal : {true, false}) {
+    AttentionParams p = model("M2", 3, 8);
+    p.sw.causal = causal;
+    const int N = 61;
+    const Inputs in = make_inputs(p, 2, N, 9, 1);
+    const ref::AttentionOutputs r = twin(p, in, true);
+    Fixture f(p, in);
+    f.run(N);
+    auto& g = test::gpu();
+    const std::vector<double> thr = {0.0, 3.0, 10.0, 40.0};
+    ref::RowDiagnostics rd;
+    REQUIRE(ref::row_diagnostics(p, 2, N, in.t, r, thr, &rd).ok());
+    for (uint32_t b : {0u, 1u})
+      for (uint32_t h : {0u, 2u}) {
+        struct Rect {
+          uint32_t r0, r1, c0, c1;
+        };
+        for (Rect q : {Rect{0, 61, 0, 61}, Rect{7, 30, 3, 50}, Rect{60, 61, 0, 61}}) {
+          const size_t n = (size_t)(q.r1 - q.r0) * (q.c1 - q.c0);
+          gpu::Buffer ah = test::zeros(n), aa = test::zeros(n);
+          gpu::Recorder rec(g);
+          REQUIRE(rec.begin().ok());
+          REQUIRE(ops::record_rfa_probe(g, rec, f.w, f.cache, f.ts, b, h, q.r0, q.r1, q.c0, q.c1, ah, aa).ok());
+          REQUIRE(rec.submit_and_wait().ok());
+          std::vector<double> ra, rb;
+          for (uint32_t i = q.r0; i < q.r1; ++i)
+            for (uint32_t j = q.c0; j < q.c1; ++j) {
+              const size_t idx = (((size_t)b * 3 + h) * N + i) * N + j;
+              ra.push_back(r.Ahat[idx]);
+              rb.push_back(r.A[idx]);
+            }
+          CHECK_CLOSE_VEC(test::download(ah, n), ra, 1e-5, 1e-4);
+          CHECK_CLOSE_VEC(test::download(aa, n), rb, 1e-5, 1e-4);
+        }
+        const float tf[4] = {0.f, 3.f, 10.f, 40.f};
+        gpu::Buffer d = test::zeros((size_t)N * 8);
+        gpu::Recorder rec(g);
+        REQUIRE(rec.begin().ok());
+        REQUIRE(ops::record_rfa_row_diagnostics(g, rec, f.w, f.cache, f.ts, b, h, 0, N, tf, d).ok());
+        REQUIRE(rec.submit_and_wait().ok());
+        const auto got = test::download(d, (size_t)N * 8);
+        std::vector<float> gv;
+        std::vector<double> rv;
+        for (int i = 0; i < N; ++i) {
+          const size_t row = ((size_t)b * 3 + h) * N + i;
+          const double want[8] = {rd.entropy[row], rd.log_partition[row], rd.max_weight[row], rd.expected_lag[row],
+                                  rd.mass_beyond[row * 4 + 0], rd.mass_beyond[row * 4 + 1], rd.mass_beyond[row * 4 + 2],
+                                  rd.mass_beyond[row * 4 + 3]};
+          for (int k = 0; k < 8; ++k) {
+            gv.push_back(got[(size_t)i * 8 + k]);
+            rv.push_back(want[k]);
+          }
+        }
+        CHECK_CLOSE_VEC(gv, rv, 1e-4, 1e-4);
+      }
+  }
+}
+
+TEST_CASE("curves equal rfa_math") {
+  std::vector<float> lags;
+  for (int k = 0; k < 300; ++k) lags.push_back(k < 100 ? 0.01f * k : (float)std::pow(1.05, k - 100));
+  for (int cov = 0; cov < 5; ++cov)
+    for (int prec = 0; prec < 3; ++prec) {
+      AttentionParams p = model("M1", 8, 8);
+      p.sw.covariance = (Covariance)cov;
+      p.sw.precision = (RobustPrecision)prec;
+      p.sw.additive_bias = (AdditiveBias)(prec % 3);
+      auto& g = test::gpu();
+      auto w = ops::AttentionWeightsGpu::create(g, p);
+      REQUIRE(w.ok());
+      gpu::Buffer lb = test::upload(lags), out = test::zeros(8 * 4 * lags.size());
+      gpu::Recorder rec(g);
+      REQUIRE(rec.begin().ok());
+      REQUIRE(ops::record_rfa_curves(g, rec, *w, lb, (uint32_t)lags.size(), out).ok());
+      REQUIRE(rec.submit_and_wait().ok());
+      const auto got = test::download(out, 8 * 4 * lags.size());
+      std::vector<double> want;
+      for (int h = 0; h < 8; ++h) {
+        const ref::Curves c = ref::curves(p, h, to_double(lags));
+        for (const auto* v : {&c.E, &c.vcov, &c.P, &c.B}) want.insert(want.end(), v->begin(), v->end());
+      }
+      CAPTURE(cov);
+      CAPTURE(prec);
+      CHECK_CLOSE_VEC(got, want, 1e-5, 1e-4);
+      CHECK(ops::rfa_regime(p, 5).alpha == ref::regime(p, 5).alpha);
+    }
+}
