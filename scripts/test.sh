@@ -1,10 +1,21 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs every test on lavapipe
-# with the Khronos validation layer on (any validation message fails the test).
+# with the Khronos validation layer on (any validation message fails the test); then builds the
+# loader, parser and session tests with AddressSanitizer + UBSan and runs them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
-cd build
-ctest --output-on-failure -j2 "$@"
+(cd build && ctest --output-on-failure -j2 "$@")
+
+# Sanitizers: the trust boundary (model files, configs, npy, tokenizers) and sessions.
+SAN_TESTS="test_safetensors test_config test_loader test_npy test_tokenizer test_fuzz_corpus test_session"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRFA_SANITIZE=ON -DRFA_BUILD_VIEWER=OFF \
+  -DRFA_BUILD_TOOLS=OFF > build-asan.log 2>&1 || { cat build-asan.log; exit 1; }
+# shellcheck disable=SC2086
+cmake --build build-asan -j"$(nproc)" --target $SAN_TESTS >> build-asan.log 2>&1 || { tail -50 build-asan.log; exit 1; }
+# Leak checking stays on for the parsers; the Vulkan driver's own allocations are not ours to judge.
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -R "test_(safetensors|config|loader|npy|tokenizer|fuzz_corpus)$" \
+  && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -R "test_session$")

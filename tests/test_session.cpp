@@ -161,6 +161,29 @@ TEST_CASE("streaming through the KV cache equals one prefill") {
   }
 }
 
+TEST_CASE("last_output_only computes the head for each row's last position only") {
+  for (Architecture arch : {Architecture::lm, Architecture::signal, Architecture::attention}) {
+    CAPTURE(architecture_name(arch));
+    auto m = model(arch, 90 + (uint32_t)arch, NormKind::layer_norm);
+    const int B = 2, N = 13;
+    Inputs in = make_inputs(*m, B, N, 3);
+    std::vector<float> full = run_session(m, in, B, N, {}, {N});
+    SessionOptions o;
+    o.batch = B;
+    o.max_context = N;
+    o.last_output_only = true;
+    auto s = Session::create(test::context(), m, o);
+    REQUIRE(s.ok());
+    REQUIRE(feed(**s, *m, in, B, N, 0, N, {}).ok());
+    CHECK((*s)->output_count() == 1);
+    const int V = (*s)->output_dim();
+    std::vector<double> want;
+    for (int b = 0; b < B; ++b)
+      want.insert(want.end(), full.begin() + ((size_t)b * N + N - 1) * V, full.begin() + ((size_t)b * N + N) * V);
+    CHECK_CLOSE_VEC((*s)->outputs(), want, 1e-5, 1e-5);
+  }
+}
+
 TEST_CASE("probes of any layer equal the twin's attention matrices") {
   auto m = model(Architecture::signal, 77);
   const int B = 2, N = 23;

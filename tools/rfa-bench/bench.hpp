@@ -10,6 +10,9 @@ namespace rfa::bench {
 // `rfa-bench linear [--json] [--reps N] [--device SEL]`
 int bench_linear(const std::vector<std::string>& args);
 
+// `rfa-bench model --model DIR [--prefill N] [--decode C1,C2] [--steps K] [--json]`
+int bench_model(const std::vector<std::string>& args);
+
 // Median of a sample (the sample is copied).
 double median(std::vector<double> v);
 

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* usage =
       "usage: rfa-bench linear [--json] [--reps N] [--device SEL]\n"
-      "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--device SEL]\n";
+      "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--device SEL]\n"
+      "       rfa-bench model --model DIR [--prefill 512] [--decode 512,4096] [--steps 8] [--json]\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(usage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   std::string cmd = args[0];
   args.erase(args.begin());
   if (cmd == "linear") return rfa::bench::bench_linear(args);
+  if (cmd == "model") return rfa::bench::bench_model(args);
 #ifdef RFA_HAVE_BENCH_ATTENTION
   if (cmd == "attention") return rfa::bench::bench_attention(args);
 #endif

@@ -399,6 +399,7 @@ int run(int argc, char** argv) {
     SessionOptions so;
     so.batch = B;
     so.max_context = a.max_context ? a.max_context : total;
+    so.last_output_only = a.dump.empty();  // only the dump needs every position's output
     if (so.max_context < total)
       return fail(Status(Code::input_error, "--max-context " + std::to_string(so.max_context) + " is shorter than the " +
                                                 std::to_string(total) + " positions to run"));
@@ -407,7 +408,7 @@ int run(int argc, char** argv) {
     Session& S = **s;
     auto collect = [&]() {
       const auto& o = S.outputs();
-      int c = S.last_count();
+      int c = S.output_count();
       for (int b = 0; b < B; ++b)
         per_row[(size_t)b].insert(per_row[(size_t)b].end(), o.begin() + (size_t)b * c * V, o.begin() + (size_t)(b + 1) * c * V);
       gpu_ms += S.last_gpu_ms();
@@ -442,7 +443,7 @@ int run(int argc, char** argv) {
     for (int g = 0; g < a.generate; ++g) {
       std::vector<int64_t> next;
       for (int b = 0; b < B; ++b) {
-        const float* last = &S.outputs()[((size_t)b * S.last_count() + S.last_count() - 1) * V];
+        const float* last = &S.outputs()[((size_t)b * S.output_count() + S.output_count() - 1) * V];
         next.push_back(sampler.next(last, V));
       }
       generated.push_back(next[0]);

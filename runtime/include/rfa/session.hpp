@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rfa/context.hpp"
+#include "rfa/heatmap.hpp"
 #include "rfa/params.hpp"
 #include "rfa/status.hpp"
 
@@ -40,6 +41,9 @@ std::string model_summary(const Model& m);  // printable per-layer, per-head tab
 struct SessionOptions {
   int batch = 1;
   int max_context = 4096;  // positions per batch row; caches are reserved up front
+  // Compute the head (final norm, output projection, LM head) only for the last position of each
+  // call: what generation needs. outputs() is then [B][1][output_dim].
+  bool last_output_only = false;
 };
 
 struct RowDiagnostics {
@@ -68,9 +72,11 @@ class Session {
   Status step_values(const std::vector<float>& values, const std::vector<double>& timestamps = {});
   void reset();
 
-  // Outputs of the last prefill/step: [B][last_count][output_dim].
+  // Outputs of the last prefill/step: [B][output_count][output_dim], where output_count is
+  // last_count(), or 1 with SessionOptions::last_output_only.
   const std::vector<float>& outputs() const;
   int last_count() const;
+  int output_count() const;
   int output_dim() const;
   int position() const;  // positions filled per batch row
   int batch() const;
@@ -84,6 +90,12 @@ class Session {
                                                       const double thresholds[4]);
   Result<KernelCurves> curves(int layer, int head, const std::vector<double>& lags);
   std::vector<double> timestamps(int b) const;  // of the filled positions
+
+  // Draws req's view of (layer, head, b) into `map` on the GPU: the computed part of the view is
+  // probed (Ahat and A), colour-mapped and copied into map's image, which ends in
+  // SHADER_READ_ONLY_OPTIMAL; the submission has completed on return, on the context's queue.
+  // map must come from this session's context. Cost: O(visible cells * D).
+  Status render_attention(Heatmap& map, const HeatmapRequest& req);
 
   double last_gpu_ms() const;   // GPU time of the last prefill/step (timestamps), 0 if unknown
   double last_wall_ms() const;

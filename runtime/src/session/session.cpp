@@ -16,6 +16,7 @@
 #include "ops/linear.hpp"
 #include "ops/norm.hpp"
 #include "ops/rfa_attention.hpp"
+#include "probe/heatmap_render.hpp"
 
 namespace rfa {
 namespace {
@@ -69,6 +70,8 @@ struct Session::Impl {
   std::shared_ptr<const Model> model;
   ModelInfo info;
   int batch = 1, capacity = 0, filled = 0;
+  bool last_only = false;
+  int out_count = 0;
   // weights
   gpu::Buffer token_embedding;  // lm: [V, d_e]; also the tied LM head
   gpu::Buffer lm_bias;
@@ -303,13 +306,27 @@ Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, con
       acc.accumulate = true;
       RFA_TRY(ops::record_linear(*g, R, ffn, L.ffn2, x, rows, acc));
     }
-    if (m.arch == Architecture::attention) return Status::Ok();
-    RFA_TRY(record_norm(final_norm, x, h, rows, d_e));
-    RFA_TRY(ops::record_linear(*g, R, h, backbone_out, x, rows));
-    if (m.arch == Architecture::signal) return ops::record_linear(*g, R, x, signal_out, out, rows);
+    if (m.arch == Architecture::attention) {
+      if (last_only)
+        for (int b = 0; b < batch; ++b)  // keep only each row's last position: [B, d_e]
+          R.copy(out, h, (VkDeviceSize)d_e * 4, ((VkDeviceSize)b * n + n - 1) * d_e * 4, (VkDeviceSize)b * d_e * 4);
+      if (last_only) R.copy(h, out, (VkDeviceSize)batch * d_e * 4);
+      return Status::Ok();
+    }
+    uint32_t head_rows = rows;
+    if (last_only) {
+      // Only each row's last position goes through the head: gather them into the first B rows.
+      for (int b = 0; b < batch; ++b)
+        R.copy(x, h, (VkDeviceSize)d_e * 4, ((VkDeviceSize)b * n + n - 1) * d_e * 4, (VkDeviceSize)b * d_e * 4);
+      R.copy(h, x, (VkDeviceSize)batch * d_e * 4);
+      head_rows = (uint32_t)batch;
+    }
+    RFA_TRY(record_norm(final_norm, x, h, head_rows, d_e));
+    RFA_TRY(ops::record_linear(*g, R, h, backbone_out, x, head_rows));
+    if (m.arch == Architecture::signal) return ops::record_linear(*g, R, x, signal_out, out, head_rows);
     // Tied LM head: logits = x E^T + b, E = token_embedding [V, d_e] is already [out, in].
     return ops::record_linear(*g, R, x, token_embedding, has_lm_bias ? &lm_bias : nullptr, out,
-                              {rows, d_e, (uint32_t)m.vocab});
+                              {head_rows, d_e, (uint32_t)m.vocab});
   }();
   if (!st.ok()) {
     (void)R.submit_and_wait();  // close the recording; its result is irrelevant now
@@ -317,7 +334,8 @@ Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, con
   }
   RFA_TRY(g->note(R.submit_and_wait()));
   gpu_ms = R.gpu_ms_total();
-  outputs.resize((size_t)rows * info.output_dim);
+  out_count = last_only ? 1 : n;
+  outputs.resize((size_t)batch * out_count * info.output_dim);
   RFA_TRY(g->download(out, outputs.data(), outputs.size() * 4));
   for (int b = 0; b < batch; ++b)
     for (int i = 0; i < n; ++i) host_t[(size_t)b].push_back(ts[(size_t)b * n + i]);
@@ -356,6 +374,7 @@ Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<c
   impl->info = model_info(*impl->model);
   impl->batch = options.batch;
   impl->capacity = options.max_context;
+  impl->last_only = options.last_output_only;
   RFA_TRY(impl->init());
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
@@ -396,6 +415,7 @@ void Session::reset() {
 
 const std::vector<float>& Session::outputs() const { return impl_->outputs; }
 int Session::last_count() const { return impl_->last_count; }
+int Session::output_count() const { return impl_->out_count; }
 int Session::output_dim() const { return impl_->info.output_dim; }
 int Session::position() const { return impl_->filled; }
 int Session::batch() const { return impl_->batch; }
@@ -490,6 +510,26 @@ Result<KernelCurves> Session::curves(int layer, int head, const std::vector<doub
   c.precision = col(2);
   c.bias = col(3);
   return c;
+}
+
+Status Session::render_attention(Heatmap& map, const HeatmapRequest& req) {
+  Impl& I = *impl_;
+  if (req.layer < 0 || req.layer >= (int)I.layers.size() || req.head < 0 || req.head >= I.model->n_heads ||
+      req.b < 0 || req.b >= I.batch)
+    return Status(Code::invalid_argument, "render_attention: layer " + std::to_string(req.layer) + ", head " +
+                                              std::to_string(req.head) + ", batch row " + std::to_string(req.b) +
+                                              " out of range");
+  // The probed rectangle: the view clipped to the computed positions.
+  const int pr0 = std::min(req.r0, I.filled), pr1 = std::min(req.r1, I.filled);
+  const int pc0 = std::min(req.c0, I.filled), pc1 = std::min(req.c1, I.filled);
+  LayerGpu& L = I.layers[(size_t)req.layer];
+  const bool causal = L.attn->params().sw.causal;
+  return probe::render_heatmap(*I.g, map, req, causal, pr0, pr1, pc0, pc1,
+                               [&](gpu::Recorder& rec, gpu::Buffer& ahat, gpu::Buffer& a) {
+                                 return ops::record_rfa_probe(*I.g, rec, *L.attn, L.cache, I.timestamps,
+                                                              (uint32_t)req.b, (uint32_t)req.head, (uint32_t)pr0,
+                                                              (uint32_t)pr1, (uint32_t)pc0, (uint32_t)pc1, ahat, a);
+                               });
 }
 
 }  // namespace rfa
