@@ -7,3 +7,4 @@ bash scripts/build.sh
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 ./build/rfa-run --list-devices
 ./build/rfa-run --self-check
+./build/rfa-run   # the bundled spiral-filter model, streamed one measurement at a time

@@ -134,7 +134,7 @@ TEST_CASE("GPU sessions match the CPU twin for every architecture and norm") {
   };
   uint32_t seed = 1;
   for (const Case& c : cases) {
-    CAPTURE(architecture_name(c.arch));
+    CAPTURE(std::string(architecture_name(c.arch)));
     CAPTURE((int)c.norm);
     auto m = model(c.arch, seed++, c.norm);
     Inputs in = make_inputs(*m, c.B, c.N, seed++);
@@ -147,7 +147,7 @@ TEST_CASE("GPU sessions match the CPU twin for every architecture and norm") {
 
 TEST_CASE("streaming through the KV cache equals one prefill") {
   for (Architecture arch : {Architecture::lm, Architecture::signal}) {
-    CAPTURE(architecture_name(arch));
+    CAPTURE(std::string(architecture_name(arch)));
     auto m = model(arch, 40 + (uint32_t)arch);
     const int B = 2, N = 37;
     Inputs in = make_inputs(*m, B, N, 7);
@@ -163,7 +163,7 @@ TEST_CASE("streaming through the KV cache equals one prefill") {
 
 TEST_CASE("last_output_only computes the head for each row's last position only") {
   for (Architecture arch : {Architecture::lm, Architecture::signal, Architecture::attention}) {
-    CAPTURE(architecture_name(arch));
+    CAPTURE(std::string(architecture_name(arch)));
     auto m = model(arch, 90 + (uint32_t)arch, NormKind::layer_norm);
     const int B = 2, N = 13;
     Inputs in = make_inputs(*m, B, N, 3);
@@ -182,6 +182,30 @@ TEST_CASE("last_output_only computes the head for each row's last position only"
       want.insert(want.end(), full.begin() + ((size_t)b * N + N - 1) * V, full.begin() + ((size_t)b * N + N) * V);
     CHECK_CLOSE_VEC((*s)->outputs(), want, 1e-5, 1e-5);
   }
+}
+
+TEST_CASE("a prefill too large for one call is split into chunks with the same result") {
+  auto m = model(Architecture::lm, 321);
+  const int B = 2, N = 40;
+  Inputs in = make_inputs(*m, B, N, 4);
+  std::vector<double> t = irregular_times(B, N, 5);
+  std::vector<float> one = run_session(m, in, B, N, t, {N});
+  SessionOptions o;
+  o.batch = B;
+  o.max_context = N;
+  o.max_output_bytes = 7 * B * m->vocab * 4;  // 7 positions per call
+  auto s = Session::create(test::context(), m, o);
+  REQUIRE(s.ok());
+  REQUIRE(feed(**s, *m, in, B, N, 0, N, t).ok());
+  CHECK((*s)->output_count() == N);
+  std::vector<double> want(one.begin(), one.end());
+  CHECK_CLOSE_VEC((*s)->outputs(), want, 1e-5, 1e-5);
+  // A bad token late in the input leaves the session untouched.
+  (*s)->reset();
+  Inputs bad = in;
+  bad.ids[(size_t)N + 35] = m->vocab;
+  CHECK(feed(**s, *m, bad, B, N, 0, N, t).code() == Code::input_error);
+  CHECK((*s)->position() == 0);
 }
 
 TEST_CASE("probes of any layer equal the twin's attention matrices") {

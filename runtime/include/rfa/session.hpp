@@ -44,6 +44,9 @@ struct SessionOptions {
   // Compute the head (final norm, output projection, LM head) only for the last position of each
   // call: what generation needs. outputs() is then [B][1][output_dim].
   bool last_output_only = false;
+  // Largest output one GPU call may produce, in bytes (0: the device's storage-buffer limit, at
+  // most 256 MiB). A longer causal prefill is split into consecutive calls with the same result.
+  uint64_t max_output_bytes = 0;
 };
 
 struct RowDiagnostics {

@@ -72,6 +72,7 @@ struct Session::Impl {
   int batch = 1, capacity = 0, filled = 0;
   bool last_only = false;
   int out_count = 0;
+  uint64_t max_output_bytes = 0;
   // weights
   gpu::Buffer token_embedding;  // lm: [V, d_e]; also the tied LM head
   gpu::Buffer lm_bias;
@@ -92,6 +93,7 @@ struct Session::Impl {
   Status init();
   Status ensure_scratch(uint32_t rows);
   Status run(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts);
+  Status run_chunked(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts);
   Status record_norm(const NormGpu& n, const gpu::Buffer& src, const gpu::Buffer& dst, uint32_t rows, uint32_t dim);
   Status check_probe(int layer, int head, int b, int r0, int r1, int c0, int c1) const;
 };
@@ -189,7 +191,7 @@ Status Session::Impl::ensure_scratch(uint32_t rows) {
   RFA_TRY(alloc(vnorm, rows * c2, "scratch v_norm"));
   RFA_TRY(alloc(att, rows * c2, "scratch attention out"));
   RFA_TRY(alloc(ffn, rows * (uint64_t)std::max(m.hidden, 1), "scratch ffn"));
-  RFA_TRY(alloc(out, rows * out_dim, "scratch output"));
+  RFA_TRY(alloc(out, (last_only ? (uint64_t)batch : rows) * out_dim, "scratch output"));
   scratch_rows = rows;
   return Status::Ok();
 }
@@ -290,7 +292,7 @@ Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, con
       RFA_TRY(ops::record_rfa_attention(*g, R, *L.attn, L.cache, timestamps, q, k, v, vnorm, att, (uint32_t)filled,
                                         (uint32_t)n));
       if (!block) {
-        RFA_TRY(ops::record_linear(*g, R, att, L.wo, out, rows));
+        RFA_TRY(ops::record_linear(*g, R, att, L.wo, h, rows));  // the layer's output, [rows, d_e]
         continue;
       }
       if (L.outer_residual) {
@@ -307,10 +309,12 @@ Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, con
       RFA_TRY(ops::record_linear(*g, R, ffn, L.ffn2, x, rows, acc));
     }
     if (m.arch == Architecture::attention) {
-      if (last_only)
+      if (!last_only) {
+        R.copy(h, out, (VkDeviceSize)rows * d_e * 4);
+      } else {
         for (int b = 0; b < batch; ++b)  // keep only each row's last position: [B, d_e]
-          R.copy(out, h, (VkDeviceSize)d_e * 4, ((VkDeviceSize)b * n + n - 1) * d_e * 4, (VkDeviceSize)b * d_e * 4);
-      if (last_only) R.copy(h, out, (VkDeviceSize)batch * d_e * 4);
+          R.copy(h, out, (VkDeviceSize)d_e * 4, ((VkDeviceSize)b * n + n - 1) * d_e * 4, (VkDeviceSize)b * d_e * 4);
+      }
       return Status::Ok();
     }
     uint32_t head_rows = rows;
@@ -345,6 +349,60 @@ Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, con
   return Status::Ok();
 }
 
+// Splits a long causal prefill into consecutive calls when one call's outputs (positions x
+// output_dim, e.g. 4096 x 50257 logits) would exceed what one storage buffer may hold. Causal
+// attention makes the chunks' results identical to one call's.
+Status Session::Impl::run_chunked(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts) {
+  uint64_t limit = std::min<uint64_t>(g->caps().max_storage_buffer_range, 256ull << 20);
+  if (max_output_bytes) limit = std::min(limit, max_output_bytes);
+  const uint64_t per_pos = (uint64_t)batch * (uint64_t)info.output_dim * 4;
+  int chunk = last_only ? n : (int)std::max<uint64_t>(1, limit / std::max<uint64_t>(per_pos, 1));
+  if (chunk >= n || !model->layer(0).params.sw.causal) return run(ids_in, values, n, ts);
+  if (filled + n > capacity) return run(ids_in, values, n, ts);  // reports the overflow
+  // Validate the whole input before the first chunk runs, so that a bad value late in the input
+  // leaves the session untouched.
+  for (size_t i = 0; ids_in && i < (size_t)batch * n; ++i)
+    if (ids_in[i] < 0 || ids_in[i] >= model->vocab)
+      return Status(Code::input_error, "token id " + std::to_string(ids_in[i]) + " at index " + std::to_string(i) +
+                                           " is outside the vocabulary [0, " + std::to_string(model->vocab) + ")");
+  for (size_t i = 0; values && i < (size_t)batch * n * info.input_dim; ++i)
+    if (!std::isfinite(values[i])) return Status(Code::input_error, "input value " + std::to_string(i) + " is not finite");
+  if (!ts.empty() && ts.size() != (size_t)batch * n)
+    return Status(Code::input_error, "timestamps: " + std::to_string(ts.size()) + " values for " +
+                                         std::to_string(batch) + " rows x " + std::to_string(n) + " positions");
+  for (int b = 0; b < batch && !ts.empty(); ++b) {
+    double prev = host_t[(size_t)b].empty() ? -INFINITY : host_t[(size_t)b].back();
+    for (int i = 0; i < n; ++i) {
+      double t = ts[(size_t)b * n + i];
+      if (!std::isfinite(t) || t < prev)
+        return Status(Code::input_error, "timestamps: value at row " + std::to_string(b) + ", position " +
+                                             std::to_string(filled + i) + " is not finite or decreases");
+      prev = t;
+    }
+  }
+  const int d = std::max(info.input_dim, 1);
+  std::vector<std::vector<float>> rows((size_t)batch);
+  for (int p0 = 0; p0 < n; p0 += chunk) {
+    const int c = std::min(chunk, n - p0);
+    std::vector<int64_t> ids;
+    std::vector<float> vals;
+    std::vector<double> t;
+    for (int b = 0; b < batch; ++b) {
+      if (ids_in) ids.insert(ids.end(), ids_in + (size_t)b * n + p0, ids_in + (size_t)b * n + p0 + c);
+      if (values) vals.insert(vals.end(), values + ((size_t)b * n + p0) * d, values + ((size_t)b * n + p0 + c) * d);
+      if (!ts.empty()) t.insert(t.end(), ts.begin() + (size_t)b * n + p0, ts.begin() + (size_t)b * n + p0 + c);
+    }
+    RFA_TRY(run(ids_in ? ids.data() : nullptr, values ? vals.data() : nullptr, c, t));
+    for (int b = 0; b < batch; ++b)
+      rows[(size_t)b].insert(rows[(size_t)b].end(), outputs.begin() + (size_t)b * c * info.output_dim,
+                             outputs.begin() + (size_t)(b + 1) * c * info.output_dim);
+  }
+  outputs.clear();
+  for (auto& r : rows) outputs.insert(outputs.end(), r.begin(), r.end());
+  last_count = out_count = n;
+  return Status::Ok();
+}
+
 Status Session::Impl::check_probe(int layer, int head, int b, int r0, int r1, int c0, int c1) const {
   if (layer < 0 || layer >= (int)layers.size())
     return Status(Code::invalid_argument, "probe: layer " + std::to_string(layer) + " out of range [0, " +
@@ -375,6 +433,7 @@ Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<c
   impl->batch = options.batch;
   impl->capacity = options.max_context;
   impl->last_only = options.last_output_only;
+  impl->max_output_bytes = options.max_output_bytes;
   RFA_TRY(impl->init());
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
@@ -385,7 +444,7 @@ Status Session::prefill_tokens(const std::vector<int64_t>& ids, int n, const std
   if (n <= 0 || ids.size() != (size_t)impl_->batch * n)
     return Status(Code::input_error, "tokens: " + std::to_string(ids.size()) + " ids for " + std::to_string(impl_->batch) +
                                          " rows x " + std::to_string(n) + " positions");
-  return impl_->run(ids.data(), nullptr, n, ts);
+  return impl_->run_chunked(ids.data(), nullptr, n, ts);
 }
 
 Status Session::prefill_values(const std::vector<float>& values, int n, const std::vector<double>& ts) {
@@ -395,7 +454,7 @@ Status Session::prefill_values(const std::vector<float>& values, int n, const st
     return Status(Code::input_error, "values: " + std::to_string(values.size()) + " numbers for " +
                                          std::to_string(impl_->batch) + " rows x " + std::to_string(n) +
                                          " positions x " + std::to_string(impl_->info.input_dim) + " dims");
-  return impl_->run(nullptr, values.data(), n, ts);
+  return impl_->run_chunked(nullptr, values.data(), n, ts);
 }
 
 Status Session::step_tokens(const std::vector<int64_t>& ids, const std::vector<double>& ts) {

@@ -1,0 +1,313 @@
+#include "model/config.hpp"
+
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "model/file_util.hpp"
+
+namespace rfa {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string brief(const json& v) {
+  std::string s = v.dump(-1, ' ', true, json::error_handler_t::replace);
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
+// Reads fields of one JSON object, reporting the first problem as "<label>: <prefix><key>: ...".
+class Fields {
+ public:
+  Fields(const json& obj, std::string label, std::string prefix)
+      : obj_(obj), label_(std::move(label)), prefix_(std::move(prefix)) {}
+
+  const Status& status() const { return status_; }
+
+  // The value at `key`, or nullptr when absent (or null and null_is_absent).
+  const json* get(const char* key, bool null_is_absent) {
+    auto it = obj_.find(key);
+    if (it == obj_.end()) return nullptr;
+    if (it->is_null()) {
+      if (null_is_absent) return nullptr;
+      fail(key, "expected a value, found null");
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  void fail(const char* key, const std::string& what) {
+    if (status_.ok()) status_ = make_error(Code::model_error, label_ + ": " + prefix_ + key + ": " + what);
+  }
+
+  void boolean(const char* key, bool& out) {
+    const json* v = get(key, false);
+    if (!v) return;
+    if (v->is_boolean()) out = v->get<bool>();
+    else if (v->is_number_integer() && (v->get<int64_t>() == 0 || v->get<int64_t>() == 1))
+      out = v->get<int64_t>() == 1;
+    else fail(key, "expected a boolean (true/false or 0/1), found " + brief(*v));
+  }
+
+  void integer(const char* key, int& out, int64_t lo, int64_t hi, bool null_is_absent = false) {
+    const json* v = get(key, null_is_absent);
+    if (!v) return;
+    if (!v->is_number_integer()) {
+      fail(key, "expected an integer, found " + brief(*v));
+      return;
+    }
+    if (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t)std::numeric_limits<int64_t>::max()) {
+      fail(key, "value " + brief(*v) + " out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return;
+    }
+    int64_t x = v->get<int64_t>();
+    if (x < lo || x > hi) {
+      fail(key, "value " + std::to_string(x) + " out of range [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "]");
+      return;
+    }
+    out = (int)x;
+  }
+
+  void choice(const char* key, int& out, std::initializer_list<int> allowed) {
+    const json* v = get(key, false);
+    if (!v) return;
+    std::string list;
+    for (int a : allowed) list += (list.empty() ? "" : ", ") + std::to_string(a);
+    if (!v->is_number_integer()) {
+      fail(key, "expected one of " + list + ", found " + brief(*v));
+      return;
+    }
+    int64_t x = v->is_number_unsigned() ? (int64_t)std::min<uint64_t>(v->get<uint64_t>(), 1u << 30)
+                                        : v->get<int64_t>();
+    for (int a : allowed)
+      if (x == a) {
+        out = a;
+        return;
+      }
+    fail(key, "expected one of " + list + ", found " + brief(*v));
+  }
+
+  void number(const char* key, double& out, bool null_is_absent = false) {
+    const json* v = get(key, null_is_absent);
+    if (!v) return;
+    if (!v->is_number()) {
+      fail(key, "expected a number, found " + brief(*v));
+      return;
+    }
+    double x = v->get<double>();
+    if (!std::isfinite(x)) {
+      fail(key, "expected a finite number, found " + brief(*v));
+      return;
+    }
+    out = x;
+  }
+
+  void optional_number(const char* key, std::optional<double>& out) {
+    const json* v = get(key, true);
+    if (!v) return;
+    double x = 0;
+    number(key, x);
+    if (status_.ok()) out = x;
+  }
+
+  bool string(const char* key, std::string& out, bool null_is_absent = false) {
+    const json* v = get(key, null_is_absent);
+    if (!v) return false;
+    if (!v->is_string()) {
+      fail(key, "expected a string, found " + brief(*v));
+      return false;
+    }
+    out = v->get<std::string>();
+    return true;
+  }
+
+ private:
+  const json& obj_;
+  std::string label_, prefix_;
+  Status status_;
+};
+
+void read_args(Fields& f, ReferenceArgs& a) {
+  constexpr int64_t kMaxDim = 1 << 20;  // far beyond any RFA model; keeps every product in range
+  f.integer("n_heads", a.n_heads, 1, 4096);
+  f.integer("d_e", a.d_e, 1, kMaxDim);
+  f.integer("d_k_total", a.d_k_total, 1, kMaxDim);
+  f.integer("d_v_total", a.d_v_total, 1, kMaxDim);
+  f.integer("num_blocks", a.num_blocks, 0, 4096);
+  f.integer("vocab_size", a.vocab_size, 1, 1 << 24);
+  f.integer("seq_len", a.seq_len, 1, std::numeric_limits<int>::max());
+  f.number("epsilon", a.epsilon);
+  f.number("max_learned_decay", a.max_learned_decay);
+  f.number("max_fixed_decay", a.max_fixed_decay);
+  f.number("min_exponent", a.min_exponent);
+  f.number("max_exponent", a.max_exponent);
+  f.boolean("causal", a.causal);
+  f.boolean("t_equal", a.t_equal);
+  f.boolean("sep_params", a.sep_params);
+  f.boolean("lambda_real_zero", a.lambda_real_zero);
+  f.boolean("use_full_residual_norm", a.use_full_residual_norm);
+  f.boolean("use_robust_weight", a.use_robust_weight);
+  f.choice("additive_bias_type", a.additive_bias_type, {0, 1, 2});
+  f.choice("multiplicative_bias_type", a.multiplicative_bias_type, {0, 1, 2});
+  f.optional_number("t_shift", a.t_shift);
+  f.boolean("learn_t_shift", a.learn_t_shift);
+  f.boolean("learn_rotations", a.learn_rotations);
+  f.boolean("learn_decay", a.learn_decay);
+  f.boolean("rotate_values", a.rotate_values);
+  f.boolean("zero_process_noise", a.zero_process_noise);
+  f.boolean("zero_key_measurement_noise", a.zero_key_measurement_noise);
+  f.choice("use_total_precision_gate", a.use_total_precision_gate, {0, 1, 2});
+  f.boolean("use_inner_residual", a.use_inner_residual);
+  f.boolean("use_outer_residual", a.use_outer_residual);
+  f.choice("use_complex_input_norm", a.use_complex_input_norm, {0, 1, 2});
+  f.boolean("use_complex_output_norm", a.use_complex_output_norm);
+  f.boolean("use_real_input_norm", a.use_real_input_norm);
+  f.boolean("use_real_output_norm", a.use_real_output_norm);
+  f.boolean("add_gaussian_noise", a.add_gaussian_noise);
+  f.boolean("use_complex_conj_constraint", a.use_complex_conj_constraint);
+  f.boolean("use_colored_prior", a.use_colored_prior);
+  f.boolean("scale_decay_by_time_interval", a.scale_decay_by_time_interval);
+  f.boolean("zero_rotations", a.zero_rotations);
+  f.boolean("use_ss_process_noise", a.use_ss_process_noise);
+  f.number("omega_rescale", a.omega_rescale);
+  f.number("damping", a.damping);
+  f.boolean("use_rope", a.use_rope);
+  f.boolean("use_alibi", a.use_alibi);
+  f.boolean("use_SC_RoPE", a.use_SC_RoPE);
+  f.boolean("use_log_linear_decay", a.use_log_linear_decay);
+  f.number("zero_frac", a.zero_frac);
+  f.number("target_ss_process_var", a.target_ss_process_var);
+  f.number("target_measurement_var", a.target_measurement_var);
+  f.number("sigma_sq_v_floor", a.sigma_sq_v_floor);
+}
+
+// Flag combinations the reference cannot run, or this runtime does not implement.
+Status validate(const ModelConfig& c, const std::string& label) {
+  const ReferenceArgs& a = c.args;
+  auto bad = [&](const std::string& what) { return make_error(Code::model_error, label + ": " + what); };
+  if (a.d_k_total != a.d_v_total)
+    return bad("args.d_k_total (" + std::to_string(a.d_k_total) + ") != args.d_v_total (" +
+               std::to_string(a.d_v_total) + "): the runtime needs equal query/key and value widths");
+  if (a.d_k_total % a.n_heads != 0)
+    return bad("args.d_k_total (" + std::to_string(a.d_k_total) + ") is not divisible by args.n_heads (" +
+               std::to_string(a.n_heads) + ")");
+  const int D = a.d_k_total / a.n_heads;
+  if (a.use_complex_conj_constraint && D % 2 != 0)
+    return bad("head dim d_k_total/n_heads = " + std::to_string(D) +
+               " is odd, but use_complex_conj_constraint pairs frequencies as +-omega (needs an even head dim)");
+  if (a.sep_params)
+    return bad("args.sep_params = true (separate query/key dynamics) is unsupported by this runtime");
+  if (a.use_complex_input_norm == 2)
+    return bad("args.use_complex_input_norm = 2 cannot run: the reference crashes (V_norm is undefined); use 0 or 1");
+  if (a.use_total_precision_gate == 2 && a.use_inner_residual)
+    return bad("args.use_total_precision_gate = 2 with use_inner_residual cannot run: the reference crashes "
+               "(self.P_scale does not exist); use 0 or 1");
+  if (a.scale_decay_by_time_interval && a.seq_len < 2)
+    return bad("args.seq_len = " + std::to_string(a.seq_len) +
+               ": scale_decay_by_time_interval divides by seq_len - 1, so seq_len must be >= 2");
+  if (a.epsilon < 0) return bad("args.epsilon must be >= 0, found " + std::to_string(a.epsilon));
+  if (a.min_exponent > a.max_exponent)
+    return bad("args.min_exponent (" + std::to_string(a.min_exponent) + ") > args.max_exponent (" +
+               std::to_string(a.max_exponent) + ")");
+  if (c.arch != Architecture::attention) {
+    if (a.num_blocks < 1) return bad("args.num_blocks must be >= 1, found " + std::to_string(a.num_blocks));
+    if (c.norm == NormKind::none && (a.use_real_input_norm || a.use_real_output_norm))
+      return bad(std::string("args.norm = \"none\" with ") +
+                 (a.use_real_input_norm ? "use_real_input_norm" : "use_real_output_norm") +
+                 " = true cannot run: the reference calls a norm module that does not exist");
+  }
+  if (c.arch == Architecture::signal && c.d_in < 1)
+    return bad("args.d_in (the measurement dimension) is required for architecture \"signal\"");
+  if (c.arch == Architecture::lm) {
+    if (c.tokenizer == "bytes" && a.vocab_size < 256)
+      return bad("args.tokenizer = \"bytes\" needs vocab_size >= 256, found " + std::to_string(a.vocab_size));
+  }
+  return Status::Ok();
+}
+
+Result<ModelConfig> parse_config_json(const json& root, const std::string& label) {
+  if (!root.is_object()) return make_error(Code::model_error, label + ": expected a JSON object at the top level");
+  ModelConfig c;
+  Fields top(root, label, "");
+  std::string format, arch;
+  if (!top.string("format", format) && top.status().ok())
+    return make_error(Code::model_error, label + ": format: missing (expected \"rfa-reference\")");
+  RFA_TRY(top.status());
+  if (format != "rfa-reference")
+    return make_error(Code::model_error, label + ": format: expected \"rfa-reference\", found \"" + format + "\"");
+  if (!top.string("architecture", arch) && top.status().ok())
+    return make_error(Code::model_error, label + ": architecture: missing (expected \"lm\", \"signal\" or \"attention\")");
+  RFA_TRY(top.status());
+  if (arch == "lm") c.arch = Architecture::lm;
+  else if (arch == "signal") c.arch = Architecture::signal;
+  else if (arch == "attention") c.arch = Architecture::attention;
+  else
+    return make_error(Code::model_error, label + ": architecture: expected \"lm\", \"signal\" or \"attention\", found \"" + arch + "\"");
+  auto it = root.find("args");
+  if (it == root.end()) return make_error(Code::model_error, label + ": args: missing (an object of the reference's arguments)");
+  if (!it->is_object()) return make_error(Code::model_error, label + ": args: expected an object, found " + brief(*it));
+
+  Fields f(*it, label, "args.");
+  read_args(f, c.args);
+  RFA_TRY(f.status());
+
+  // ours
+  c.hidden_dim = 4 * c.args.d_v_total;
+  f.integer("hidden_dim", c.hidden_dim, 1, 1 << 24, /*null_is_absent=*/true);
+  f.integer("d_in", c.d_in, 1, 1 << 20, true);
+  std::string norm;
+  if (f.string("norm", norm)) {
+    if (norm == "layer_norm" || norm == "LayerNorm" || norm == "layernorm") c.norm = NormKind::layer_norm;
+    else if (norm == "rms_norm" || norm == "RMSNorm" || norm == "rmsnorm") c.norm = NormKind::rms_norm;
+    else if (norm == "none" || norm == "None") c.norm = NormKind::none;
+    else f.fail("norm", "expected \"layer_norm\", \"rms_norm\" or \"none\", found \"" + norm + "\"");
+  }
+  RFA_TRY(f.status());
+  // nn.LayerNorm defaults to eps 1e-5; nn.RMSNorm(eps=None) uses torch.finfo(float32).eps.
+  c.norm_eps = c.norm == NormKind::rms_norm ? (double)std::numeric_limits<float>::epsilon() : 1e-5;
+  f.number("norm_eps", c.norm_eps, true);
+  RFA_TRY(f.status());
+  if (c.norm_eps < 0) f.fail("norm_eps", "must be >= 0");
+  if (c.arch == Architecture::lm) {
+    std::string tok;
+    if (f.string("tokenizer", tok, true)) {
+      if (tok == "bytes" || tok == "gpt2") c.tokenizer = tok;
+      else f.fail("tokenizer", "expected \"bytes\" or \"gpt2\", found \"" + tok + "\"");
+    } else if (c.args.vocab_size == 50257) {
+      c.tokenizer = "gpt2";
+    } else if (c.args.vocab_size == 256) {
+      c.tokenizer = "bytes";
+    }
+  }
+  RFA_TRY(f.status());
+  RFA_TRY(validate(c, label));
+  return c;
+}
+
+}  // namespace
+
+Result<ModelConfig> parse_config(std::string_view text, const std::string& label) {
+  try {
+    json root = json::parse(text.begin(), text.end());
+    return parse_config_json(root, label);
+  } catch (const json::parse_error& ex) {
+    return make_error(Code::model_error, label + ": not valid JSON: " + ex.what());
+  } catch (const std::exception& ex) {
+    return make_error(Code::model_error, label + ": could not be parsed: " + ex.what());
+  } catch (...) {
+    return make_error(Code::model_error, label + ": could not be parsed");
+  }
+}
+
+Result<ModelConfig> load_config(const std::string& path) {
+  auto text = read_file_text(path, 64u << 20);
+  if (!text) return text.status();
+  return parse_config(*text, path);
+}
+
+}  // namespace rfa
