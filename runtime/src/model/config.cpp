@@ -44,8 +44,8 @@ class Fields {
     if (status_.ok()) status_ = make_error(Code::model_error, label_ + ": " + prefix_ + key + ": " + what);
   }
 
-  void boolean(const char* key, bool& out) {
-    const json* v = get(key, false);
+  void boolean(const char* key, bool& out, bool null_is_absent = false) {
+    const json* v = get(key, null_is_absent);
     if (!v) return;
     if (v->is_boolean()) out = v->get<bool>();
     else if (v->is_number_integer() && (v->get<int64_t>() == 0 || v->get<int64_t>() == 1))
@@ -138,8 +138,10 @@ void read_args(Fields& f, ReferenceArgs& a) {
   f.integer("d_e", a.d_e, 1, kMaxDim);
   f.integer("d_k_total", a.d_k_total, 1, kMaxDim);
   f.integer("d_v_total", a.d_v_total, 1, kMaxDim);
-  f.integer("num_blocks", a.num_blocks, 0, 4096);
-  f.integer("vocab_size", a.vocab_size, 1, 1 << 24);
+  // null (None in a dumped argparse namespace) counts as absent where the value cannot change the
+  // forward pass: sizes an architecture does not use, init-only and baseline-only settings.
+  f.integer("num_blocks", a.num_blocks, 0, 4096, /*null_is_absent=*/true);
+  f.integer("vocab_size", a.vocab_size, 1, 1 << 24, true);
   f.integer("seq_len", a.seq_len, 1, std::numeric_limits<int>::max());
   f.number("epsilon", a.epsilon);
   f.number("max_learned_decay", a.max_learned_decay);
@@ -175,15 +177,15 @@ void read_args(Fields& f, ReferenceArgs& a) {
   f.boolean("zero_rotations", a.zero_rotations);
   f.boolean("use_ss_process_noise", a.use_ss_process_noise);
   f.number("omega_rescale", a.omega_rescale);
-  f.number("damping", a.damping);
-  f.boolean("use_rope", a.use_rope);
-  f.boolean("use_alibi", a.use_alibi);
-  f.boolean("use_SC_RoPE", a.use_SC_RoPE);
-  f.boolean("use_log_linear_decay", a.use_log_linear_decay);
-  f.number("zero_frac", a.zero_frac);
-  f.number("target_ss_process_var", a.target_ss_process_var);
-  f.number("target_measurement_var", a.target_measurement_var);
-  f.number("sigma_sq_v_floor", a.sigma_sq_v_floor);
+  f.number("damping", a.damping, true);
+  f.boolean("use_rope", a.use_rope, true);
+  f.boolean("use_alibi", a.use_alibi, true);
+  f.boolean("use_SC_RoPE", a.use_SC_RoPE, true);
+  f.boolean("use_log_linear_decay", a.use_log_linear_decay, true);
+  f.number("zero_frac", a.zero_frac, true);
+  f.number("target_ss_process_var", a.target_ss_process_var, true);
+  f.number("target_measurement_var", a.target_measurement_var, true);
+  f.number("sigma_sq_v_floor", a.sigma_sq_v_floor, true);
 }
 
 // Flag combinations the reference cannot run, or this runtime does not implement.
@@ -255,13 +257,24 @@ Result<ModelConfig> parse_config_json(const json& root, const std::string& label
   Fields f(*it, label, "args.");
   read_args(f, c.args);
   RFA_TRY(f.status());
+  auto required = [&](const char* key) -> Status {
+    auto k = it->find(key);
+    if (k != it->end() && k->is_null())
+      return make_error(Code::model_error, label + ": args." + key + ": null, but architecture \"" + arch +
+                                               "\" needs it");
+    return Status::Ok();
+  };
+  if (c.arch == Architecture::lm) RFA_TRY(required("vocab_size"));
+  if (c.arch != Architecture::attention) RFA_TRY(required("num_blocks"));
 
   // ours
   c.hidden_dim = 4 * c.args.d_v_total;
   f.integer("hidden_dim", c.hidden_dim, 1, 1 << 24, /*null_is_absent=*/true);
   f.integer("d_in", c.d_in, 1, 1 << 20, true);
   std::string norm;
-  if (f.string("norm", norm)) {
+  if (auto n = it->find("norm"); n != it->end() && n->is_null()) {
+    c.norm = NormKind::none;  // Norm=None in the reference network: no norm modules at all
+  } else if (f.string("norm", norm)) {
     if (norm == "layer_norm" || norm == "LayerNorm" || norm == "layernorm") c.norm = NormKind::layer_norm;
     else if (norm == "rms_norm" || norm == "RMSNorm" || norm == "rmsnorm") c.norm = NormKind::rms_norm;
     else if (norm == "none" || norm == "None") c.norm = NormKind::none;

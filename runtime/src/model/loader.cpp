@@ -177,7 +177,8 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
   RFA_ASSIGN(raw.tau_param, r.f64(p + "tau_param", h));
   RFA_ASSIGN(raw.nu_param, r.f64(p + "nu_param", h));
   const int64_t w = a.use_complex_conj_constraint ? D / 2 : D;
-  RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}, a.zero_rotations ? Finite::none : Finite::all));
+  const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
+  RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}, omega_zeroed ? Finite::none : Finite::all));
   if (a.learn_t_shift) RFA_ASSIGN(raw.t_shift_param, r.f64(p + "t_shift_param", {1, H}));
   const bool gate = a.use_inner_residual && a.use_total_precision_gate == 1;
   const Finite gate_finite = gate ? Finite::all : Finite::none;  // unused unless the gate is on
@@ -289,6 +290,9 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
   if (cfg.arch == Architecture::signal) fixed_shift = 1.0;
   else if (a.t_shift) fixed_shift = *a.t_shift;
 
+  // zero_rotations zeroes omega_v at initialisation; the reference never zeroes it in forward(), so
+  // with learn_rotations the stored (learned from zero) values are used.
+  const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
   out.head.resize((size_t)H);
   out.omega.assign(HD, 0.0);
   for (int hh = 0; hh < H; ++hh) {
@@ -333,7 +337,7 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
       } else {
         w = raw.omega_v[i * (size_t)D + (size_t)d];
       }
-      out.omega[i * (size_t)D + (size_t)d] = a.zero_rotations ? 0.0 : w * a.omega_rescale;
+      out.omega[i * (size_t)D + (size_t)d] = omega_zeroed ? 0.0 : w * a.omega_rescale;
     }
   }
   if (a.use_complex_input_norm == 1) {

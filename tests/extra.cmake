@@ -1,0 +1,23 @@
+# rfa-viewer's tests: they run the real program (headless, and windowed under Xvfb).
+if(TARGET rfa-viewer)
+  add_executable(viewer_headless_check viewer_headless_check.cpp)
+  target_link_libraries(viewer_headless_check PRIVATE rfa)
+  target_include_directories(viewer_headless_check PRIVATE ${CMAKE_SOURCE_DIR}/runtime/src)
+  set(viewer_env
+    "XDG_RUNTIME_DIR=${CMAKE_BINARY_DIR}/xdg"
+    "RFA_VALIDATION=1"
+    "RFA_DEVICE=llvmpipe")
+  # Screenshot pixels vs the CPU twin's weights; regimes table vs the model; validation silent.
+  add_test(NAME viewer_headless
+    COMMAND viewer_headless_check $<TARGET_FILE:rfa-viewer> ${CMAKE_BINARY_DIR}/test-tmp/viewer_headless)
+  set_tests_properties(viewer_headless PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
+  # A real window under Xvfb: 30 frames with the live spiral streaming one position per frame,
+  # validation on; exit 0 only when no validation message was seen and the window closed cleanly.
+  find_program(XVFB_RUN xvfb-run)
+  if(XVFB_RUN)
+    set(win_dir ${CMAKE_BINARY_DIR}/test-tmp/viewer_window)
+    add_test(NAME viewer_window_xvfb
+      COMMAND sh -c "'$<TARGET_FILE:viewer_headless_check>' --make-model '${win_dir}' && '${XVFB_RUN}' -a '$<TARGET_FILE:rfa-viewer>' --model '${win_dir}/model' --frames 30 --rate 1 --print-timings")
+    set_tests_properties(viewer_window_xvfb PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
+  endif()
+endif()

@@ -1,0 +1,269 @@
+#include "app.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "model/model.hpp"
+#include "model/tokenizer.hpp"
+
+namespace viewer {
+
+App::App(rfa::Context& ctx, Options opt) : ctx_(ctx), opt_(std::move(opt)) {
+  layer_ = opt_.layer;
+  head_ = opt_.head;
+  std::snprintf(prompt_, sizeof prompt_, "%s", opt_.prompt.c_str());
+  if (!opt_.model_dir.empty()) error_ = open_model(opt_.model_dir);
+}
+
+App::~App() = default;
+
+bool App::is_lm() const { return model_ && model_->arch == rfa::Architecture::lm; }
+
+std::string App::open_model(const std::string& dir) {
+  auto m = rfa::load_model_dir(dir);
+  if (!m) return m.status().to_string();
+  rfa::SessionOptions so;
+  so.max_context = opt_.max_context;
+  auto s = rfa::Session::create(ctx_, *m, so);
+  if (!s) return s.status().to_string();
+  model_ = m.take();
+  session_ = s.take();
+  info_ = rfa::model_info(*model_);
+  heads_ = rfa::head_summaries(*model_);
+  std::snprintf(model_path_, sizeof model_path_, "%s", dir.c_str());
+  tokenizer_.reset();
+  source_.reset();
+  spiral_ = nullptr;
+  if (is_lm()) {
+    auto t = rfa::load_tokenizer(*model_);
+    if (t) tokenizer_ = t.take();
+  } else if (!opt_.npy.empty()) {
+    auto npy = std::make_unique<NpySource>();
+    std::string err;
+    if (!npy->open(opt_.npy, info_.input_dim, &err)) return err;
+    source_ = std::move(npy);
+  } else {
+    auto sp = std::make_unique<SpiralSource>();
+    sp->sigma_m = opt_.noise;
+    sp->interval = opt_.interval;
+    sp->irregular = opt_.irregular;
+    sp->seed = opt_.seed;
+    sp->dims = info_.input_dim;
+    sp->reset();
+    spiral_ = sp.get();
+    source_ = std::move(sp);
+  }
+  // Maps: one main map, one thumbnail per head of the layer.
+  auto mp = rfa::Heatmap::create(ctx_, opt_.map_size, opt_.map_size);
+  if (!mp) return mp.status().to_string();
+  map_ = mp.take();
+  thumbs_.clear();
+  for (int h = 0; h < info_.heads; ++h) {
+    auto t = rfa::Heatmap::create(ctx_, opt_.thumb_size, opt_.thumb_size);
+    if (!t) return t.status().to_string();
+    thumbs_.push_back(t.take());
+  }
+  clamp_selection();
+  reset();
+  return "";
+}
+
+void App::clamp_selection() {
+  layer_ = std::clamp(layer_, 0, std::max(info_.layers - 1, 0));
+  head_ = std::clamp(head_, 0, std::max(info_.heads - 1, 0));
+}
+
+void App::reset() {
+  if (!session_) return;
+  session_->reset();
+  positions_.clear();
+  if (source_) source_->reset();
+  prompt_ids_.clear();
+  if (is_lm() && tokenizer_) {
+    for (int id : tokenizer_->encode(prompt_)) prompt_ids_.push_back(id);
+  }
+  if (is_lm() && prompt_ids_.empty()) prompt_ids_.push_back(0);
+  pending_prompt_ = (int)prompt_ids_.size();
+  selected_row_ = -1;
+  maps_dirty_ = true;
+  thumbs_at_ = -1;
+}
+
+int App::step(int n) {
+  if (!session_) return 0;
+  int done = 0;
+  for (; done < n; ++done) {
+    if (session_->position() >= session_->max_context()) break;
+    Position p;
+    rfa::Status st;
+    if (is_lm()) {
+      int id;
+      if (pending_prompt_ > 0) {
+        id = prompt_ids_[prompt_ids_.size() - (size_t)pending_prompt_];
+        --pending_prompt_;
+      } else {
+        if (!opt_.generate || session_->outputs().empty()) break;
+        // The next token from the last logits: argmax, or sampling at a temperature.
+        const auto& lg = session_->outputs();
+        const int V = session_->output_dim();
+        const float* last = lg.data() + lg.size() - (size_t)V;
+        if (temperature_ <= 0.0f) {
+          id = (int)(std::max_element(last, last + V) - last);
+        } else {
+          std::vector<double> w((size_t)V);
+          const float mx = *std::max_element(last, last + V);
+          for (int v = 0; v < V; ++v) w[(size_t)v] = std::exp((last[v] - mx) / temperature_);
+          id = std::discrete_distribution<int>(w.begin(), w.end())(rng_);
+        }
+      }
+      p.token = id;
+      p.t = session_->position();
+      st = session_->step_tokens({(int64_t)id}, {p.t});
+    } else {
+      Sample s;
+      if (!source_ || !source_->next(s)) break;
+      p.t = s.t;
+      p.input = s.values;
+      p.has_truth = s.has_truth;
+      p.truth[0] = s.truth[0];
+      p.truth[1] = s.truth[1];
+      p.kalman_next[0] = s.kalman_next[0];
+      p.kalman_next[1] = s.kalman_next[1];
+      st = session_->step_values(s.values, {s.t});
+    }
+    if (!st.ok()) {
+      status_ = st.to_string();
+      playing_ = false;
+      break;
+    }
+    if (!is_lm()) p.prediction = session_->outputs();
+    positions_.push_back(std::move(p));
+    times_.inference_gpu_ms += session_->last_gpu_ms();
+    times_.inference_wall_ms += session_->last_wall_ms();
+    ++times_.steps;
+  }
+  if (done) maps_dirty_ = true;
+  return done;
+}
+
+int App::view_extent() const {
+  // Rows appear as the stream advances inside a fixed frame, which grows once it is full.
+  const int filled = position();
+  int e = opt_.view_extent > 0 ? opt_.view_extent : 64;
+  while (e < filled) e *= 2;
+  return std::min(std::max(e, filled), std::max(session_ ? session_->max_context() : 1, filled));
+}
+
+void App::update() {
+  times_ = {};
+  if (session_ && playing_) {
+    step_credit_ += opt_.steps_per_frame;
+    int n = (int)step_credit_;
+    step_credit_ -= n;
+    if (n > 0 && step(n) == 0 && !is_lm()) playing_ = false;  // end of the file or the context
+  }
+  render_maps();
+  if (times_.steps || times_.maps) shown_ = times_;
+}
+
+void App::render_maps() {
+  if (!session_ || !map_ || !maps_dirty_) return;
+  maps_dirty_ = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Wall {  // adds the wall time of every map render (submission + wait included)
+    FrameTimes& t;
+    std::chrono::steady_clock::time_point t0;
+    ~Wall() { t.maps_wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); }
+  } wall{times_, t0};
+  const int E = view_extent();
+  // Zoom and pan: the view is a window of E / zoom cells around the centre.
+  const int span = std::max(4, (int)std::lround(E / zoom_));
+  auto window = [&](float c) {
+    int lo = (int)std::lround(c * E - span / 2.0);
+    return std::clamp(lo, 0, std::max(E - span, 0));
+  };
+  rfa::HeatmapRequest r;
+  r.layer = layer_;
+  r.head = head_;
+  r.r0 = window(center_[1]);
+  r.r1 = std::min(r.r0 + span, E);
+  r.c0 = window(center_[0]);
+  r.c1 = std::min(r.c0 + span, E);
+  r.decayed = opt_.decayed;
+  r.log_scale = opt_.log_scale;
+  r.vmax = (float)opt_.vmax;
+  r.decades = (float)opt_.decades;
+  req_ = r;
+  rfa::Status st = session_->render_attention(*map_, r);
+  if (!st.ok()) status_ = st.to_string();
+  times_.probe_gpu_ms += map_->last_probe_ms();
+  times_.colormap_gpu_ms += map_->last_colormap_ms();
+  ++times_.maps;
+  // Thumbnails cost a full probe each for ~100 pixels: at long context they follow the stream every
+  // filled/64 positions (and at once on any other change), which bounds their amortized cost.
+  const int filled = position();
+  const bool stream_only = thumbs_at_ >= 0 && filled > thumbs_at_ && thumbs_[0]->last_request().layer == r.layer &&
+                           thumbs_[0]->last_request().decayed == r.decayed &&
+                           thumbs_[0]->last_request().log_scale == r.log_scale &&
+                           thumbs_[0]->last_request().vmax == r.vmax && thumbs_[0]->last_request().decades == r.decades &&
+                           thumbs_[0]->last_request().r1 == E;
+  if (stream_only && filled - thumbs_at_ < std::max(1, filled / 64)) return;
+  thumbs_at_ = filled;
+  for (int h = 0; h < (int)thumbs_.size(); ++h) {
+    rfa::HeatmapRequest t = r;
+    t.head = h;
+    t.r0 = t.c0 = 0;
+    t.r1 = t.c1 = E;
+    st = session_->render_attention(*thumbs_[(size_t)h], t);
+    if (!st.ok()) status_ = st.to_string();
+    times_.probe_gpu_ms += thumbs_[(size_t)h]->last_probe_ms();
+    times_.colormap_gpu_ms += thumbs_[(size_t)h]->last_colormap_ms();
+    ++times_.maps;
+  }
+}
+
+std::string App::describe_input(int pos) const {
+  if (pos < 0 || pos >= (int)positions_.size()) return "";
+  const Position& p = positions_[(size_t)pos];
+  char b[128];
+  if (p.token >= 0) {
+    std::string s = tokenizer_ ? tokenizer_->decode({p.token}) : std::to_string(p.token);
+    for (char& c : s)
+      if ((unsigned char)c < 32) c = ' ';
+    std::snprintf(b, sizeof b, "'%s' (%d)", s.c_str(), p.token);
+    return b;
+  }
+  std::string out = "(";
+  for (size_t c = 0; c < p.input.size() && c < 4; ++c) {
+    std::snprintf(b, sizeof b, "%s%.3g", c ? ", " : "", p.input[c]);
+    out += b;
+  }
+  return out + ")";
+}
+
+std::string App::dump_json() const {
+  std::ostringstream o;
+  o.precision(9);
+  o << "{\n  \"position\": " << position() << ",\n  \"layer\": " << req_.layer << ", \"head\": " << req_.head
+    << ",\n  \"view\": [" << req_.r0 << ", " << req_.r1 << ", " << req_.c0 << ", " << req_.c1 << "],\n"
+    << "  \"decayed\": " << (req_.decayed ? "true" : "false") << ", \"log_scale\": " << (req_.log_scale ? "true" : "false")
+    << ", \"vmax\": " << req_.vmax << ", \"decades\": " << req_.decades << ",\n  \"map_size\": [" << opt_.map_size << ", "
+    << opt_.map_size << "],\n  \"map_screen\": [" << map_screen_[0] << ", " << map_screen_[1] << ", " << map_screen_[2]
+    << ", " << map_screen_[3] << "],\n  \"regime_columns\": [";
+  auto cols = regime_columns();
+  for (size_t i = 0; i < cols.size(); ++i) o << (i ? ", " : "") << '"' << cols[i] << '"';
+  o << "],\n  \"regimes\": [";
+  for (size_t h = 0; h < heads_.size(); ++h) {
+    auto cells = regime_cells(heads_[h], info_.head_dim);
+    o << (h ? ",\n    [" : "\n    [");
+    for (size_t i = 0; i < cells.size(); ++i) o << (i ? ", " : "") << '"' << cells[i] << '"';
+    o << "]";
+  }
+  o << "\n  ]\n}\n";
+  return o.str();
+}
+
+}  // namespace viewer
