@@ -208,12 +208,12 @@ int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json,
   std::printf("device: %s\n", device.c_str());
   std::printf("model:  %s (%s, %d layers x %d heads, D = %d complex dims per head)\n\n", m.name.c_str(),
               architecture_name(m.arch), m.num_layers(), m.n_heads, m.head_dim);
-  std::printf("%-6s %-5s %10s %12s %10s %10s %10s  %s\n", "layer", "head", "mu", "omega band", "stat.var", "alpha",
+  std::printf("%-6s %-5s %10s %18s %10s %10s %10s  %s\n", "layer", "head", "mu", "omega band", "stat.var", "alpha",
               "beta", "regime");
   for (const auto& h : heads) {
     char band[48];
     std::snprintf(band, sizeof band, "%.3g..%.3g", h.omega_min, h.omega_max);
-    std::printf("%-6d %-5d %10.4g %12s %10.4g %10.4g %10.4g  %s\n", h.layer, h.head, h.params.mu, band,
+    std::printf("%-6d %-5d %10.4g %18s %10.4g %10.4g %10.4g  %s\n", h.layer, h.head, h.params.mu, band,
                 h.regime.stationary_variance, h.regime.alpha, h.regime.beta, regime_name(h.regime.regime));
   }
   std::printf("\n%d fresh trajectories x %d noisy measurements (sigma_m = %.1f), streamed one step at a time:\n", B, N,
