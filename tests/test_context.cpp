@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "gpu/vk_check.hpp"
 #include "ops/linear.hpp"
 #include "reference/ops_ref.hpp"
 #include "test_support.hpp"
@@ -169,3 +170,24 @@ TEST_CASE("the memory budget gives a clear out-of-memory error and allocations a
   }
   CHECK(al.reserved_bytes() == reserved);
 }
+
+TEST_CASE("after device loss the context refuses work with device_lost but can still be destroyed") {
+  ContextOptions o;
+  o.validation = 1;
+  auto c = Context::create(o);
+  REQUIRE(c.ok());
+  gpu::Context& g = (*c)->impl();
+  auto before = g.allocator().allocate(1024, gpu::MemoryKind::device, "kept across the loss");
+  REQUIRE(before.ok());
+  // Simulate what a failed vkQueueSubmit / vkWaitForFences reports on a lost device.
+  Status s = g.note(gpu::vk_status(VK_ERROR_DEVICE_LOST, "vkQueueSubmit(...)", __FILE__, __LINE__));
+  CHECK(s.code() == Code::device_lost);
+  CHECK(s.message().find("vkQueueSubmit") != std::string::npos);
+  CHECK((*c)->lost());
+  auto after = g.allocator().allocate(1024, gpu::MemoryKind::device, "after the loss");
+  CHECK(after.status().code() == Code::device_lost);
+  gpu::Recorder rec(g);
+  CHECK(rec.begin().code() == Code::device_lost);
+  float x = 1.f;
+  CHECK(g.upload(*before, &x, 4).code() == Code::device_lost);
+}  // destroying the context and the buffer allocated before the loss must not crash
