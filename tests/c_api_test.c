@@ -52,7 +52,8 @@ static int write_model(const char* dir) {
   FILE* f = fopen(path, "w");
   if (!f) return 0;
   fprintf(f, "{\"format\": \"rfa-reference\", \"architecture\": \"attention\", \"args\": {\"n_heads\": %d, \"d_e\": %d, "
-             "\"d_k_total\": %d, \"d_v_total\": %d, \"seq_len\": 64, \"scale_decay_by_time_interval\": false}}\n",
+             "\"d_k_total\": %d, \"d_v_total\": %d, \"seq_len\": 64, \"scale_decay_by_time_interval\": false, "
+             "\"t_equal\": false}}\n",
           H, DE, DK, DK);
   fclose(f);
   size_t off = 0, len = 0;

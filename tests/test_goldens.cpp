@@ -54,7 +54,7 @@ std::vector<Golden> find_goldens() {
 
 TEST_CASE("the GPU runtime and the CPU twin reproduce every golden of the model zoo") {
   auto goldens = find_goldens();
-  REQUIRE_MESSAGE(goldens.size() >= 2, "the zoo's goldens are missing (models/*/golden)");
+  REQUIRE_MESSAGE(goldens.size() >= 4, "the zoo's goldens are missing (models/*/golden)");
   for (const Golden& g : goldens) {
     CAPTURE(g.output);
     auto model = load_model_dir(g.model_dir);

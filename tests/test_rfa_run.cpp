@@ -113,6 +113,19 @@ TEST_CASE("rfa-run generation is deterministic with a seed and matches the CPU t
   CHECK(greedy == greedy_cpu);
 }
 
+TEST_CASE("t_equal models ignore timestamps, as the reference does") {
+  std::string m = make_model("tequal", "--arch signal --layers 1 --heads 2 --d-e 16 --set t_equal=true");
+  std::string dir = test::temp_dir("rfa-run-tequal");
+  write_signal(dir + "/x.npy", 1, 9, 2);
+  REQUIRE(write_npy_f32(dir + "/t.npy", {9}, {0.f, 5.f, 5.5f, 9.f, 20.f, 21.f, 22.f, 40.f, 41.f}).ok());
+  REQUIRE(run("--model " + m + " --signal " + dir + "/x.npy --dump " + dir + "/plain") == 0);
+  REQUIRE(run("--model " + m + " --signal " + dir + "/x.npy --timestamps " + dir + "/t.npy --dump " + dir + "/ts") == 0);
+  REQUIRE(run("--model " + m + " --signal " + dir + "/x.npy --timestamps " + dir + "/t.npy --dump " + dir + "/cpu --cpu-reference") == 0);
+  std::vector<double> plain = load(dir + "/plain/output.npy");
+  CHECK_CLOSE_VEC(as_float(load(dir + "/ts/output.npy")), plain, 1e-6, 1e-6);
+  CHECK_CLOSE_VEC(as_float(load(dir + "/cpu/output.npy")), plain, 2e-4, 2e-4);
+}
+
 TEST_CASE("rfa-run exit codes: 2 usage, 3 model, 4 input, 5 device; nothing half-written") {
   std::string m = make_model("codes", "--arch lm --layers 1 --heads 2 --d-e 16 --vocab 50");
   std::string dir = test::temp_dir("rfa-run-codes");

@@ -81,7 +81,7 @@ int bench_model(const std::vector<std::string>& args) {
   gpu::Allocator& al = (*ctx)->impl().allocator();
   const std::string device = (*ctx)->device_info().name;
   int max_ctx = prefill_n;
-  for (int c : decode_at) max_ctx = std::max(max_ctx, c);
+  for (int c : decode_at) max_ctx = std::max(max_ctx, c + steps);
   SessionOptions so;
   so.max_context = max_ctx;
   so.last_output_only = true;
@@ -109,6 +109,11 @@ int bench_model(const std::vector<std::string>& args) {
                 load_ms, rss_after_load, max_ctx, session_bytes / 1048576.0);
     std::printf("prefill %d positions: %.1f ms wall (%.1f ms GPU) = %.1f positions/s\n", prefill_n, prefill_ms,
                 prefill_gpu, prefill_n / (prefill_ms / 1000.0));
+    if (has_flag(args, "--profile")) {
+      std::printf("  GPU ms per kernel:");
+      for (auto& [k, v] : (*s)->last_kernel_ms()) std::printf(" %s %.2f", k.c_str(), v);
+      std::printf("\n");
+    }
   } else {
     std::printf("{\"bench\":\"model\",\"model\":\"%s\",\"device\":\"%s\",\"load_ms\":%.3f,\"rss_mib\":%.1f,"
                 "\"session_bytes\":%llu,\"prefill_n\":%d,\"prefill_ms\":%.3f,\"prefill_tok_s\":%.2f}\n",
@@ -129,9 +134,13 @@ int bench_model(const std::vector<std::string>& args) {
         return 5;
       }
       ms.push_back(now_ms() - d0);
-      if ((*s)->position() >= max_ctx) break;
     }
     double med = median(ms);
+    if (!json && has_flag(args, "--profile")) {
+      std::printf("  last step, GPU ms per kernel:");
+      for (auto& [k, v] : (*s)->last_kernel_ms()) std::printf(" %s %.2f", k.c_str(), v);
+      std::printf("\n");
+    }
     if (json)
       std::printf("{\"bench\":\"model\",\"decode_context\":%d,\"step_ms\":%.3f,\"decode_tok_s\":%.2f,\"device\":\"%s\"}\n", c, med,
                   1000.0 / med, device.c_str());

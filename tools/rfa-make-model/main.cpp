@@ -176,9 +176,14 @@ int main(int argc, char** argv) {
       << ",\n    \"num_blocks\": " << o.layers << ", \"hidden_dim\": " << o.hidden << ", \"seq_len\": " << o.seq_len;
   if (o.arch == "lm") cfg << ",\n    \"vocab_size\": " << o.vocab << ", \"tokenizer\": \"" << (o.vocab == 256 ? "bytes" : "gpt2") << "\"";
   if (o.arch == "signal") cfg << ",\n    \"d_in\": " << o.d_in;
-  // SC-RoPE layout with the paper's M2 settings unless overridden.
-  cfg << ",\n    \"use_SC_RoPE\": true, \"scale_decay_by_time_interval\": false, \"damping\": 0.05";
-  for (auto& [k, v] : o.sets) cfg << ",\n    \"" << k << "\": " << v;
+  // SC-RoPE layout with the paper's M2 settings, and timestamps honoured (t_equal false), unless
+  // --set overrides them.
+  std::map<std::string, std::string> keys = {{"use_SC_RoPE", "true"},
+                                             {"scale_decay_by_time_interval", "false"},
+                                             {"damping", "0.05"},
+                                             {"t_equal", "false"}};
+  for (auto& [k, v] : o.sets) keys[k] = v;
+  for (auto& [k, v] : keys) cfg << ",\n    \"" << k << "\": " << v;
   cfg << "\n  }\n}\n";
   if (!cfg) {
     std::fprintf(stderr, "rfa-make-model: cannot write %s/config.json\n", o.out.c_str());

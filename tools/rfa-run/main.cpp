@@ -314,7 +314,10 @@ int run(int argc, char** argv) {
   }
   if (N <= 0 || B <= 0) return fail(Status(Code::input_error, "the input is empty"));
   std::vector<double> ts;
-  if (!a.timestamps.empty()) {
+  if (!a.timestamps.empty() && m.t_equal) {
+    std::fprintf(stderr, "rfa-run: note: this model has t_equal = true: positions are its timestamps and "
+                         "--timestamps is ignored, as in the reference\n");
+  } else if (!a.timestamps.empty()) {
     auto arr = read_npy(a.timestamps);
     if (!arr) return fail(Status(Code::input_error, arr.status().message()));
     std::vector<double> t = arr->is_integer ? std::vector<double>(arr->ints.begin(), arr->ints.end()) : arr->values;

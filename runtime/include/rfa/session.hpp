@@ -68,6 +68,7 @@ class Session {
   // Feeds n positions of every batch row. Token models take ids [B*n] (row-major [B][n]); signal
   // and attention models take values [B*n*input_dim]. timestamps: [B*n] or empty (then t = the
   // position index). Timestamps must not decrease within a row (an input_error otherwise).
+  // Models with the reference's t_equal = true ignore timestamps: positions are their times.
   Status prefill_tokens(const std::vector<int64_t>& ids, int n, const std::vector<double>& timestamps = {});
   Status prefill_values(const std::vector<float>& values, int n, const std::vector<double>& timestamps = {});
   // One position per batch row (ids [B] or values [B*input_dim]); costs O(context) per head.
@@ -101,6 +102,9 @@ class Session {
   Status render_attention(Heatmap& map, const HeatmapRequest& req);
 
   double last_gpu_ms() const;   // GPU time of the last prefill/step (timestamps), 0 if unknown
+  // GPU milliseconds of the last prefill/step per kernel label ("linear", "rfa_attention", ...),
+  // summed over its dispatches; empty when the device has no timestamps.
+  std::vector<std::pair<std::string, double>> last_kernel_ms() const;
   double last_wall_ms() const;
 
  private:

@@ -369,6 +369,7 @@ Result<Model> build_model(const ModelConfig& cfg, const SafetensorsFile& st, con
   m.n_heads = a.n_heads;
   m.head_dim = cfg.head_dim();
   m.train_seq_len = a.seq_len;
+  m.t_equal = a.t_equal;
   const int de = a.d_e;
 
   if (cfg.arch == Architecture::attention) {

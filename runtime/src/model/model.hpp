@@ -64,6 +64,10 @@ struct Model {
   int head_dim = 0;     // D, complex dims per head
   int hidden = 0;       // FFN width
   int train_seq_len = 0;  // args.seq_len (used by scale_decay_by_time_interval)
+  // The reference's t_equal: positions are the timestamps (t_i = i) and timestamps passed by the
+  // caller are ignored, as the reference ignores t_measure then. False: timestamps are used when
+  // given (t_i = i otherwise). Models built in code default to using them.
+  bool t_equal = false;
 
   // lm: token_embedding [V, d_e] (tied with lm_head.weight) and lm_head.bias [V]
   HostTensor token_embedding, lm_head_bias;

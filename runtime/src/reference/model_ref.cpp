@@ -68,7 +68,9 @@ Result<std::vector<double>> forward(const Model& m, int B, int N, const double* 
   const int rows = B * N;
   const int d_e = m.d_e;
 
-  // Timestamps: given (finite, non-decreasing per sequence) or 0..N-1.
+  // Timestamps: given (finite, non-decreasing per sequence) or 0..N-1. A t_equal model ignores
+  // them, as the reference ignores t_measure when args.t_equal is set.
+  if (m.t_equal) timestamps = nullptr;
   std::vector<double> t((size_t)rows);
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < N; ++i) {

@@ -206,7 +206,10 @@ Status Session::Impl::record_norm(const NormGpu& n, const gpu::Buffer& src, cons
                           n.kind == NormKind::rms_norm);
 }
 
-Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts_in) {
+Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts_given) {
+  // t_equal models (the reference default) use positions as timestamps whatever is passed.
+  static const std::vector<double> kNone;
+  const std::vector<double>& ts_in = model->t_equal ? kNone : ts_given;
   auto t0 = std::chrono::steady_clock::now();
   RFA_TRY(g->usable());
   const Model& m = *model;
@@ -352,7 +355,9 @@ Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, con
 // Splits a long causal prefill into consecutive calls when one call's outputs (positions x
 // output_dim, e.g. 4096 x 50257 logits) would exceed what one storage buffer may hold. Causal
 // attention makes the chunks' results identical to one call's.
-Status Session::Impl::run_chunked(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts) {
+Status Session::Impl::run_chunked(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts_given) {
+  static const std::vector<double> kNone;
+  const std::vector<double>& ts = model->t_equal ? kNone : ts_given;
   uint64_t limit = std::min<uint64_t>(g->caps().max_storage_buffer_range, 256ull << 20);
   if (max_output_bytes) limit = std::min(limit, max_output_bytes);
   const uint64_t per_pos = (uint64_t)batch * (uint64_t)info.output_dim * 4;
@@ -482,6 +487,15 @@ int Session::max_context() const { return impl_->capacity; }
 const Model& Session::model() const { return *impl_->model; }
 double Session::last_gpu_ms() const { return impl_->gpu_ms; }
 double Session::last_wall_ms() const { return impl_->wall_ms; }
+std::vector<std::pair<std::string, double>> Session::last_kernel_ms() const {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& t : impl_->rec->timings()) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == t.label; });
+    if (it == out.end()) out.push_back({t.label, t.ms});
+    else it->second += t.ms;
+  }
+  return out;
+}
 std::vector<double> Session::timestamps(int b) const {
   return b >= 0 && b < impl_->batch ? impl_->host_t[(size_t)b] : std::vector<double>{};
 }

@@ -1,0 +1,86 @@
+"""Shared training utilities: seeding, LR schedule, head summaries for MODEL.md."""
+import math
+import random
+import time
+
+import numpy as np
+import torch
+
+from rfa_torch import MultiheadIsotropicRFA
+
+
+def seed_all(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def lr_at(step, total, peak, warmup_frac=0.05, final_frac=0.02):
+    """Linear warm-up, then cosine decay to final_frac*peak."""
+    w = max(1, int(total * warmup_frac))
+    if step < w:
+        return peak * (step + 1) / w
+    p = (step - w) / max(1, total - w)
+    return peak * (final_frac + (1 - final_frac) * 0.5 * (1 + math.cos(math.pi * p)))
+
+
+def sde_clip_(model, value=1e-4):
+    """Reference training trick: gradients of mu_/sigma_/eta_/gamma_ parameters clipped to 1e-4."""
+    for n, p in model.named_parameters():
+        if p.grad is not None and any(s in n.split(".")[-1] for s in ("mu_", "sigma_", "eta_", "gamma_")):
+            p.grad.clamp_(-value, value)
+
+
+def head_table(model):
+    """Per-layer, per-head physical parameters and regime (RFA.md §5), as markdown rows."""
+    rows = []
+    li = 0
+    for name, m in model.named_modules():
+        if not isinstance(m, MultiheadIsotropicRFA):
+            continue
+        with torch.no_grad():
+            p = m.physical()
+            shift = m.lag_shift(1)
+            for h in range(m.n_heads):
+                mu = float(p["mu"][h])
+                om = p["omega"][h].abs()
+                s2 = float(p["sigma_sq"][h])
+                eta2 = float(p["eta_sq"][h])
+                g2 = float(p["gamma_sq"][h])
+                if abs(mu) < 1e-5:
+                    s2t, alpha, regime = float("inf") if s2 > 0 else 0.0, float("nan"), "Brownian (mu=0)"
+                    beta = float("nan")
+                else:
+                    s2t = s2 / (2 * mu)
+                    alpha = eta2 - s2t
+                    beta = g2 + s2t + 0.01
+                    regime = "integrative (alpha>0)" if alpha > 0 else "diffusive (alpha<0)"
+                sh = float(shift[h]) if torch.is_tensor(shift) else (shift if shift is not None else 0.0)
+                rows.append(dict(layer=li, head=h, mu=mu, om_min=float(om.min()), om_max=float(om.max()),
+                                 sigma2=s2, s2t=s2t, eta2=eta2, gamma2=g2, alpha=alpha, beta=beta,
+                                 nu_over_d=float(p["nu"][h]) / m.d_k_head, kappa=float(p["kappa"][h]),
+                                 tau=float(p["tau"][h]), shift=sh, regime=regime,
+                                 half_life=(math.log(2) / mu if mu > 1e-12 else float("inf"))))
+        li += 1
+    return rows
+
+
+def head_table_md(rows, time_unit="step"):
+    hdr = ("| layer | head | mu (1/%s) | half-life (%ss) | omega band | sigma^2 | s2t=sigma^2/2mu | eta^2 | gamma^2 "
+           "| alpha | nu/d | kappa | tau | lag shift | regime |\n" % (time_unit, time_unit))
+    hdr += "|" + "---|" * 15 + "\n"
+    f = lambda x: ("%.3g" % x)
+    for r in rows:
+        hdr += "| %d | %d | %s | %s | [%s, %s] | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+            r["layer"], r["head"], f(r["mu"]), f(r["half_life"]), f(r["om_min"]), f(r["om_max"]), f(r["sigma2"]),
+            f(r["s2t"]), f(r["eta2"]), f(r["gamma2"]), f(r["alpha"]), f(r["nu_over_d"]), f(r["kappa"]),
+            f(r["tau"]), f(r["shift"]), r["regime"])
+    return hdr
+
+
+class Timer:
+    def __init__(self):
+        self.t0 = time.time()
+
+    def __call__(self):
+        return time.time() - self.t0

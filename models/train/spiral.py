@@ -1,0 +1,250 @@
+"""spiral-filter: RFA next-state predictor on the noisy damped spiral, vs Kalman / RoPE baselines.
+
+One command reproduces models/spiral-filter from scratch (fixed seeds):
+    cd models/train && nice -n 10 /usr/bin/python3 spiral.py
+
+System (continuous time, SDE dx = A x dt + sigma_p dW, A = [[0.9,-2],[1,-1.1]], eigenvalues -0.1 +- i):
+simulated EXACTLY as the discrete-time Euler-Maruyama recursion with step h = 0.01,
+    x_{n+1} = M x_n + w_n,   M = I + h A,   w_n ~ N(0, sigma_p^2 h I).
+Measurements every 10 Euler steps (dt = 0.1) in the regular case, y_k = x(t_k) + sigma_m N(0, I).
+Irregular case: gaps of g ~ U{2..20} Euler steps (0.2 dt .. 2 dt).
+Timestamps given to the model are in units of dt (t = Euler step index / 10), so regular sampling is t = 0,1,2,...
+Target at position k: the true state one nominal dt ahead, x(t_k + 1) (= x_{k+1} for regular sampling).
+The Kalman filter uses the exact discrete model of that simulation: F_g = M^g and
+Q_g = sum_{i<g} M^i (sigma_p^2 h I) M^i^T for a gap of g Euler steps, prior x0 ~ N(0, 100 I).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rfa_torch import make_args, NextStepPredictor  # noqa: E402
+from export import export_model, load_stored_into, save_npy  # noqa: E402
+from common import seed_all, lr_at, head_table, head_table_md, Timer  # noqa: E402
+
+A_SYS = np.array([[0.9, -2.0], [1.0, -1.1]])
+H_EULER = 0.01
+PER_DT = 10          # Euler steps per nominal sample interval
+
+
+class Spiral:
+    def __init__(self, sigma_p=0.1, sigma_m=1.0, x0_scale=10.0, gap_lo=2, gap_hi=20):
+        self.sp, self.sm, self.x0s = sigma_p, sigma_m, x0_scale
+        self.glo, self.ghi = gap_lo, gap_hi
+        self.M = np.eye(2) + H_EULER * A_SYS
+        gmax = max(gap_hi, PER_DT) + 1
+        self.F = np.zeros((gmax + 1, 2, 2))
+        self.Q = np.zeros((gmax + 1, 2, 2))
+        self.F[0] = np.eye(2)
+        q = sigma_p ** 2 * H_EULER * np.eye(2)
+        for n in range(1, gmax + 1):
+            self.F[n] = self.M @ self.F[n - 1]
+            self.Q[n] = self.M @ self.Q[n - 1] @ self.M.T + q
+
+    def sample(self, B, N, irregular, rng):
+        """Returns y [B,N,2], t [B,N] (units of dt), target [B,N,2], gaps [B,N] (Euler steps before k)."""
+        if irregular:
+            gaps = rng.integers(self.glo, self.ghi + 1, size=(B, N))
+        else:
+            gaps = np.full((B, N), PER_DT)
+        gaps[:, 0] = 0
+        idx = np.cumsum(gaps, axis=1)                         # Euler index of each sample
+        T = int(idx[:, -1].max()) + PER_DT
+        x = self.x0s * rng.standard_normal((B, 2))
+        noise = self.sp * np.sqrt(H_EULER) * rng.standard_normal((T, B, 2))
+        path = np.empty((T + 1, B, 2))
+        path[0] = x
+        Mt = self.M.T
+        for n in range(T):
+            x = x @ Mt + noise[n]
+            path[n + 1] = x
+        bi = np.arange(B)[:, None]
+        xs = path[idx, bi]                                    # [B,N,2]
+        target = path[idx + PER_DT, bi]
+        y = xs + self.sm * rng.standard_normal(xs.shape)
+        return y, idx / PER_DT, target, gaps
+
+    def kalman_predict(self, y, gaps):
+        """Exact KF for the simulated model; returns predictions of x(t_k + dt) [B,N,2]."""
+        B, N, _ = y.shape
+        m = np.zeros((B, 2))
+        P = np.tile(self.x0s ** 2 * np.eye(2), (B, 1, 1))
+        R = self.sm ** 2 * np.eye(2)
+        out = np.empty_like(y)
+        F10 = self.F[PER_DT]
+        for k in range(N):
+            if k > 0:
+                Fk, Qk = self.F[gaps[:, k]], self.Q[gaps[:, k]]
+                m = np.einsum("bij,bj->bi", Fk, m)
+                P = Fk @ P @ Fk.transpose(0, 2, 1) + Qk
+            S = P + R
+            K = P @ np.linalg.inv(S)
+            m = m + np.einsum("bij,bj->bi", K, y[:, k] - m)
+            P = (np.eye(2) - K) @ P
+            out[:, k] = m @ F10.T
+        return out
+
+
+def model_args(kind, a):
+    common = dict(n_heads=a.heads, d_e=a.d_e, d_k_total=a.d_k, d_v_total=a.d_k, num_blocks=a.layers,
+                  hidden_dim=4 * a.d_e, d_in=2, seq_len=a.n_train, vocab_size=None, batch_size=a.batch,
+                  t_equal=False, norm="layer_norm", norm_eps=1e-5, tokenizer=None)
+    args = make_args("M2" if kind == "rfa" else "M2.6", **common)
+    args.architecture = "signal"
+    return args
+
+
+def make_batch(sp, B, N, rng, irr_frac=0.5):
+    irr = rng.random() < irr_frac
+    y, t, tgt, _ = sp.sample(B, N, irr, rng)
+    f = lambda z: torch.from_numpy(z).float()
+    return f(y), f(t), f(tgt)
+
+
+def train(kind, a, sp, log):
+    seed_all(a.seed)
+    args = model_args(kind, a)
+    model = NextStepPredictor(args)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    rng = np.random.default_rng(a.seed + 1)
+    tm = Timer()
+    run = 0.0
+    for step in range(a.steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, a.steps, a.lr)
+        y, t, tgt = make_batch(sp, a.batch, a.n_train, rng)
+        pred = model(y, t_measure=t)
+        loss = F.mse_loss(pred, tgt)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        run = 0.98 * run + 0.02 * loss.item() if step else loss.item()
+        if step % 100 == 0 or step == a.steps - 1:
+            log("[%s] step %5d  loss %.4f  (ema %.4f)  %.0fs" % (kind, step, loss.item(), run, tm()))
+    return model, args, tm()
+
+
+def eval_sets(sp, a):
+    rng = np.random.default_rng(12345)        # held-out: a seed never used in training
+    sets = {}
+    for N in (a.n_train, 4 * a.n_train):
+        for irr in (False, True):
+            sets[(N, irr)] = sp.sample(a.n_eval, N, irr, rng)
+    return sets
+
+
+@torch.no_grad()
+def model_mse(model, y, t, tgt, bs):
+    model.eval()
+    errs = []
+    for i in range(0, y.shape[0], bs):
+        f = lambda z: torch.from_numpy(z[i:i + bs]).float()
+        p = model(f(y), t_measure=f(t)).double().numpy()
+        errs.append((p - tgt[i:i + bs]) ** 2)
+    model.train()
+    return float(np.concatenate(errs).mean())
+
+
+def write_goldens(model, args, stored, out_dir, sp):
+    gdir = os.path.join(out_dir, "golden")
+    os.makedirs(gdir, exist_ok=True)
+    m64 = NextStepPredictor(args)
+    m64, missing = load_stored_into(m64, stored, torch.float64)
+    assert not missing, missing
+    m64.eval()
+    rng = np.random.default_rng(777)
+    files = []
+    for name, irr in (("regular", False), ("irregular", True)):
+        y, t, _, _ = sp.sample(1, 64, irr, rng)
+        y32 = y.astype(np.float32)
+        t32 = t.astype(np.float32)
+        with torch.no_grad():
+            if irr:
+                out = m64(torch.from_numpy(y32).double(), t_measure=torch.from_numpy(t32).double())
+            else:
+                out = m64(torch.from_numpy(y32).double())          # default t = 0..N-1
+        save_npy(os.path.join(gdir, "%s_input.npy" % name), y32)
+        if irr:
+            save_npy(os.path.join(gdir, "%s_timestamps.npy" % name), t32)
+        save_npy(os.path.join(gdir, "%s_output.npy" % name), out.numpy().astype(np.float32))
+        files.append(name)
+    with open(os.path.join(gdir, "README"), "w") as f:
+        f.write("Made by `cd models/train && nice -n 10 /usr/bin/python3 spiral.py` (function write_goldens).\n"
+                "Computed in float64 by models/train/rfa_torch.py from the weights exactly as stored in "
+                "../model.safetensors.\n"
+                "regular_input.npy [1,64,2] f32 measurements, no timestamps (default t_i = i), causal;\n"
+                "  regular_output.npy [1,64,2] f32 predictions of the state at t_i + 1.\n"
+                "irregular_input.npy [1,64,2] f32 + irregular_timestamps.npy [1,64] f32 (units of dt=0.1;\n"
+                "  pass as t_measure), irregular_output.npy [1,64,2] f32.\n"
+                "Forward: NextStepPredictor (input_proj -> backbone(t_shift=1, overridden by the learned\n"
+                "per-head shift because learn_t_shift=true) -> output_head).\n")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--d-e", dest="d_e", type=int, default=64)
+    ap.add_argument("--d-k", dest="d_k", type=int, default=32, help="d_k_total = d_v_total (complex dims)")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--n-train", type=int, default=100)
+    ap.add_argument("--n-eval", type=int, default=128)
+    ap.add_argument("--sigma-p", type=float, default=0.1)
+    ap.add_argument("--sigma-m", type=float, default=1.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spiral-filter"))
+    ap.add_argument("--skip-baseline", action="store_true")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    out_dir = os.path.abspath(a.out)
+    os.makedirs(out_dir, exist_ok=True)
+    t_all = time.time()
+    log = lambda s: print(s, flush=True)
+    sp = Spiral(a.sigma_p, a.sigma_m)
+    log("F_10 (10-step Euler product) = %s ; expm(0.1A) ref [[1.083944,-0.197680],[0.098840,0.886264]]"
+        % np.array2string(sp.F[PER_DT], precision=6))
+
+    sets = eval_sets(sp, a)
+    results = {}
+    for (N, irr), (y, t, tgt, gaps) in sets.items():
+        key = "N=%d %s" % (N, "irregular" if irr else "regular")
+        results[key] = {"raw measurements": float(((y - tgt) ** 2).mean()),
+                        "Kalman (true model)": float(((sp.kalman_predict(y, gaps) - tgt) ** 2).mean())}
+    log(json.dumps(results, indent=1))
+
+    models, walls = {}, {}
+    kinds = ["rfa"] if a.skip_baseline else ["rfa", "rope"]
+    for kind in kinds:
+        model, args, wall = train(kind, a, sp, log)
+        models[kind], walls[kind] = (model, args), wall
+        label = "RFA (M2 / SC-RFA)" if kind == "rfa" else "RoPE baseline (M2.6 pure rotation)"
+        for (N, irr), (y, t, tgt, gaps) in sets.items():
+            key = "N=%d %s" % (N, "irregular" if irr else "regular")
+            results[key][label] = model_mse(model, y, t, tgt, 32 if N <= 100 else 8)
+        log(json.dumps(results, indent=1))
+
+    model, args = models["rfa"]
+    stored = export_model(model, args, "signal", out_dir, mode="f32",
+                          metadata={"model": "spiral-filter", "made_by": "models/train/spiral.py"})
+    write_goldens(model, args, stored, out_dir, sp)
+    heads = head_table(model)
+    summary = dict(results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=vars(a),
+                   heads=heads, F10=sp.F[PER_DT].tolist(), Q10=sp.Q[PER_DT].tolist())
+    with open(os.path.join(out_dir, "metrics.json"), "w") as f:
+        json.dump(summary, f, indent=1, default=float)
+    log(head_table_md(heads))
+    log("total wall %.0fs" % (time.time() - t_all))
+
+
+if __name__ == "__main__":
+    main()
