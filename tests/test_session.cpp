@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <memory>
+#include <thread>
 
 #include "model/model.hpp"
 #include "model_factory.hpp"
@@ -277,4 +278,47 @@ TEST_CASE("sessions reject bad input with clear errors") {
   CHECK((*s)->prefill_tokens({1, 2, 3, 4, 5, 6, 7, 8}, 8).ok());
   auto bad = Session::create(test::context(), lm, SessionOptions{0, 8});
   CHECK(bad.status().code() == Code::invalid_argument);
+}
+
+TEST_CASE("two sessions run on one context from two threads") {
+  auto m = model(Architecture::signal, 555);
+  const int B = 1, N = 30;
+  Inputs in = make_inputs(*m, B, N, 8);
+  std::vector<float> want = run_session(m, in, B, N, {}, {N});
+  std::vector<double> w(want.begin(), want.end());
+  std::vector<float> got[2];
+  Status st[2];
+  auto worker = [&](int k) {
+    SessionOptions o;
+    o.max_context = N;
+    auto s = Session::create(test::context(), m, o);
+    if (!s) {
+      st[k] = s.status();
+      return;
+    }
+    for (int i = 0; i < N && st[k].ok(); ++i) {
+      st[k] = feed(**s, *m, in, B, N, i, 1, {});
+      if (st[k].ok()) got[k].insert(got[k].end(), (*s)->outputs().begin(), (*s)->outputs().end());
+    }
+  };
+  std::thread t0(worker, 0), t1(worker, 1);
+  t0.join();
+  t1.join();
+  for (int k = 0; k < 2; ++k) {
+    REQUIRE_MESSAGE(st[k].ok(), st[k].to_string());
+    CHECK_CLOSE_VEC(got[k], w, 1e-5, 1e-5);
+  }
+}
+
+TEST_CASE("a context too large for the device is a clear out-of-memory error") {
+  auto m = model(Architecture::lm, 6);
+  SessionOptions o;
+  o.max_context = 1 << 26;  // 64M positions: far beyond the memory budget and buffer limits
+  auto s = Session::create(test::context(), m, o);
+  REQUIRE(!s.ok());
+  CHECK(s.status().code() == Code::out_of_memory);
+  CHECK(s.status().message().find("cache") != std::string::npos);
+  // The context is still usable afterwards.
+  o.max_context = 16;
+  CHECK(Session::create(test::context(), m, o).ok());
 }
