@@ -2,6 +2,8 @@
 // off-tile shapes, and the recorder's automatic barriers on a chain of dependent dispatches.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "ops/elementwise.hpp"
 #include "ops/linear.hpp"
 #include "ops/norm.hpp"
@@ -59,15 +61,21 @@ void check_linear(int rows, int in, int out, bool bias, bool relu, bool accumula
 
 }  // namespace
 
-TEST_CASE("linear matches the CPU twin on off-tile shapes") {
-  for (int rows : {1, 7, 61, 113, 257})
-    for (int dim : {1, 3, 64, 100, 257}) check_linear(rows, dim, (dim * 3) % 97 + 1, true, false, false);
-  // both kernels (gemv below 8 rows, tiled above) with every switch
-  for (int rows : {1, 5, 8, 70})
-    for (bool bias : {false, true})
-      for (bool relu : {false, true})
-        for (bool acc : {false, true}) check_linear(rows, 67, 129, bias, relu, acc);
-  check_linear(3, 257, 1000, true, false, false);
+TEST_CASE("linear matches the CPU twin on off-tile shapes, with every kernel") {
+  // The device's own choice, then each kernel forced (the choice reads RFA_LINEAR_KERNEL per call).
+  for (const char* kernel : {"", "tiled", "gemv", "direct"}) {
+    CAPTURE(std::string(kernel));
+    setenv("RFA_LINEAR_KERNEL", kernel, 1);
+    for (int rows : {1, 7, 61, 113, 257})
+      for (int dim : {1, 3, 64, 100, 257}) check_linear(rows, dim, (dim * 3) % 97 + 1, true, false, false);
+    // few rows and many rows (each kernel has a few-row path) with every switch
+    for (int rows : {1, 3, 5, 8, 70})
+      for (bool bias : {false, true})
+        for (bool relu : {false, true})
+          for (bool acc : {false, true}) check_linear(rows, 67, 129, bias, relu, acc);
+    check_linear(3, 257, 1000, true, false, false);
+  }
+  unsetenv("RFA_LINEAR_KERNEL");
 }
 
 TEST_CASE("layer norm and rms norm match the CPU twin") {

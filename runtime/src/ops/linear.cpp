@@ -13,9 +13,17 @@ LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearSha
   const char* force = std::getenv("RFA_LINEAR_KERNEL");
   std::string f = force ? force : "";
   if (f == "direct" || (f.empty() && caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU)) {
-    p.kernel = LinearParams::Kernel::direct;  // 8x8 invocations of 4x4 blocks: 32x32 per workgroup
-    p.groups_x = (s.out + 31) / 32;
-    p.groups_y = (s.rows + 31) / 32;
+    p.kernel = LinearParams::Kernel::direct;
+    if (s.rows < 4) {  // 64x1 invocations of 1x4 blocks: 1 row x 256 columns per workgroup
+      p.rows_per_invocation = 1;
+      p.local_x = 64;
+      p.local_y = 1;
+      p.groups_x = (s.out + 255) / 256;
+      p.groups_y = s.rows;
+    } else {  // 8x8 invocations of 4x4 blocks: 32x32 per workgroup
+      p.groups_x = (s.out + 31) / 32;
+      p.groups_y = (s.rows + 31) / 32;
+    }
   } else if (f == "gemv" || (f.empty() && s.rows < 8)) {
     // Below 8 rows a 64-row tile is mostly padding; the GEMV kernel streams W once per row instead.
     p.kernel = LinearParams::Kernel::gemv;
@@ -37,9 +45,11 @@ Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x
   if (xs / 4 >= (1ull << 32) || ws / 4 >= (1ull << 32) || ys / 4 >= (1ull << 32))
     return Status(Code::unsupported, "linear: a tensor has 2^32 or more elements (32-bit indexing)");
   LinearParams p = choose_linear_params(ctx.caps(), s);
-  // constant_id 0: RELU, 1: ACCUMULATE (the same in every linear kernel)
+  // constant_id 0: RELU, 1: ACCUMULATE (the same in every linear kernel); the direct kernel adds
+  // 2: rows per invocation, 3 and 4: workgroup width and height.
   gpu::SpecConstants spec;
   spec.flag(opt.relu).flag(opt.accumulate);
+  if (p.kernel == LinearParams::Kernel::direct) spec.u32(p.rows_per_invocation).u32(p.local_x).u32(p.local_y);
   const char* shader = p.kernel == LinearParams::Kernel::gemv         ? "linear_gemv"
                        : p.kernel == LinearParams::Kernel::direct ? "linear_direct"
                                                                   : "linear";

@@ -25,6 +25,7 @@ struct LinearOptions {
 struct LinearParams {
   enum class Kernel { tiled, gemv, direct } kernel = Kernel::tiled;
   uint32_t groups_x = 1, groups_y = 1;
+  uint32_t rows_per_invocation = 4, local_x = 8, local_y = 8;  // direct kernel only
 };
 LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearShape& s);
 
