@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "rfa/spiral.hpp"
+
 namespace viewer {
 
 // One measurement: values [input_dim], its timestamp (in units of the nominal sample interval),
@@ -27,9 +29,8 @@ class Source {
   virtual std::string describe() const = 0;
 };
 
-// dx = A x dt + sigma_p dW with A = [[0.9, -2], [1, -1.1]] (eigenvalues -0.1 +/- i), Euler-Maruyama
-// with h = 0.01, measured with noise sigma_m every `interval` time units (10 steps by default, as
-// models/train/spiral.py trains), or at irregular intervals (uniform 0.5..1.5 x the nominal one).
+// The live damped spiral (rfa::SpiralSimulator: the bundled model's training data, with its exact
+// Kalman filter). The public fields are the UI's sliders; they apply to the following samples.
 class SpiralSource : public Source {
  public:
   double sigma_m = 1.0, sigma_p = 0.1, interval = 0.1;
@@ -43,15 +44,8 @@ class SpiralSource : public Source {
   std::string describe() const override;
 
  private:
-  using Mat = std::array<double, 4>;
-  std::mt19937_64 rng_;
-  double x_[2] = {0, 0}, t_ = 0;
-  bool first_ = true;
-  // Kalman filter state
-  double mu_[2] = {0, 0};
-  Mat P_{};
-  void euler(int steps);
-  Mat transition(int steps, Mat* Q) const;
+  rfa::SpiralSimulator::Options options() const;
+  rfa::SpiralSimulator sim_;
 };
 
 class NpySource : public Source {

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <array>
 #include <random>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "ops/linear.hpp"
 #include "reference/model_ref.hpp"
 #include "reference/ops_ref.hpp"
+#include "rfa/spiral.hpp"
 
 namespace rfa {
 
@@ -62,90 +62,28 @@ int run_self_check(Context& ctx, bool json) {
   return ok ? 0 : 5;
 }
 
-namespace {
-
-// The damped spiral of the AFA thesis, simulated exactly as models/train/spiral.py does:
-// Euler-Maruyama with step h = 0.01 of dx = A x dt + sigma_p dW, a measurement every 10 steps.
-struct Spiral {
-  double A[2][2] = {{0.9, -2.0}, {1.0, -1.1}};
-  double h = 0.01, sigma_p = 0.1, sigma_m = 1.0, x0 = 10.0;
-  int per_dt = 10;
-  double M[2][2];
-  Spiral() {
-    for (int i = 0; i < 2; ++i)
-      for (int j = 0; j < 2; ++j) M[i][j] = (i == j) + h * A[i][j];
-  }
-};
-
-using Mat = std::array<double, 4>;
-Mat mul(const Mat& a, const Mat& b) {
-  return {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
-}
-Mat tr(const Mat& a) { return {a[0], a[2], a[1], a[3]}; }
-Mat add(const Mat& a, const Mat& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]}; }
-
-}  // namespace
-
 int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json, bool cpu) {
   const Model& m = *model;
   const int B = 16, N = 100;
-  Spiral sp;
-  std::mt19937_64 rng(2026);
-  std::normal_distribution<double> nrm(0.0, 1.0);
-  // Simulate B trajectories: y [B][N][2], target x(t_k + dt) [B][N][2].
+  // B fresh trajectories (seeds the model never saw), N + 1 measurements each: the target of
+  // position k is the true state at the next measurement, one nominal interval later.
+  SpiralSimulator::Options so;
   std::vector<float> y((size_t)B * N * 2);
   std::vector<double> target((size_t)B * N * 2);
-  for (int b = 0; b < B; ++b) {
-    double x[2] = {sp.x0 * nrm(rng), sp.x0 * nrm(rng)};
-    std::vector<std::array<double, 2>> path;
-    const int T = (N + 1) * sp.per_dt;
-    path.push_back({x[0], x[1]});
-    for (int n = 0; n < T; ++n) {
-      double nx0 = sp.M[0][0] * x[0] + sp.M[0][1] * x[1] + sp.sigma_p * std::sqrt(sp.h) * nrm(rng);
-      double nx1 = sp.M[1][0] * x[0] + sp.M[1][1] * x[1] + sp.sigma_p * std::sqrt(sp.h) * nrm(rng);
-      x[0] = nx0;
-      x[1] = nx1;
-      path.push_back({x[0], x[1]});
-    }
-    for (int k = 0; k < N; ++k)
-      for (int c = 0; c < 2; ++c) {
-        y[((size_t)b * N + k) * 2 + c] = (float)(path[(size_t)k * sp.per_dt][c] + sp.sigma_m * nrm(rng));
-        target[((size_t)b * N + k) * 2 + c] = path[(size_t)(k + 1) * sp.per_dt][c];
-      }
-  }
-  // Exact Kalman filter for this simulation, predicting x(t_k + dt).
-  Mat Mm = {sp.M[0][0], sp.M[0][1], sp.M[1][0], sp.M[1][1]};
-  Mat F = {1, 0, 0, 1}, Q = {0, 0, 0, 0}, q = {sp.sigma_p * sp.sigma_p * sp.h, 0, 0, sp.sigma_p * sp.sigma_p * sp.h};
-  for (int i = 0; i < sp.per_dt; ++i) {
-    F = mul(Mm, F);
-    Q = add(mul(mul(Mm, Q), tr(Mm)), q);
-  }
   double mse_raw = 0, mse_kf = 0, mse_model = 0;
   for (int b = 0; b < B; ++b) {
-    double mu[2] = {0, 0};
-    Mat P = {sp.x0 * sp.x0, 0, 0, sp.x0 * sp.x0};
-    for (int k = 0; k < N; ++k) {
-      if (k > 0) {
-        double m0 = F[0] * mu[0] + F[1] * mu[1], m1 = F[2] * mu[0] + F[3] * mu[1];
-        mu[0] = m0;
-        mu[1] = m1;
-        P = add(mul(mul(F, P), tr(F)), Q);
+    so.seed = 2026 + (uint64_t)b;
+    SpiralSimulator sim(so);
+    std::vector<SpiralSimulator::Measurement> ms;
+    for (int k = 0; k <= N; ++k) ms.push_back(sim.next());
+    for (int k = 0; k < N; ++k)
+      for (int c = 0; c < 2; ++c) {
+        const double t = ms[(size_t)k + 1].truth[(size_t)c];
+        y[((size_t)b * N + k) * 2 + c] = (float)ms[(size_t)k].y[(size_t)c];
+        target[((size_t)b * N + k) * 2 + c] = t;
+        mse_raw += (ms[(size_t)k].y[(size_t)c] - t) * (ms[(size_t)k].y[(size_t)c] - t);
+        mse_kf += (ms[(size_t)k].kalman_next[(size_t)c] - t) * (ms[(size_t)k].kalman_next[(size_t)c] - t);
       }
-      Mat S = {P[0] + sp.sigma_m * sp.sigma_m, P[1], P[2], P[3] + sp.sigma_m * sp.sigma_m};
-      double det = S[0] * S[3] - S[1] * S[2];
-      Mat Si = {S[3] / det, -S[1] / det, -S[2] / det, S[0] / det};
-      Mat K = mul(P, Si);
-      double r0 = y[((size_t)b * N + k) * 2] - mu[0], r1 = y[((size_t)b * N + k) * 2 + 1] - mu[1];
-      mu[0] += K[0] * r0 + K[1] * r1;
-      mu[1] += K[2] * r0 + K[3] * r1;
-      Mat I_K = {1 - K[0], -K[1], -K[2], 1 - K[3]};
-      P = mul(I_K, P);
-      double p0 = F[0] * mu[0] + F[1] * mu[1], p1 = F[2] * mu[0] + F[3] * mu[1];
-      const double* t = &target[((size_t)b * N + k) * 2];
-      mse_kf += (p0 - t[0]) * (p0 - t[0]) + (p1 - t[1]) * (p1 - t[1]);
-      const float* yy = &y[((size_t)b * N + k) * 2];
-      mse_raw += (yy[0] - t[0]) * (yy[0] - t[0]) + (yy[1] - t[1]) * (yy[1] - t[1]);
-    }
   }
   // The model, streamed one measurement at a time (each step sees all B trajectories).
   std::vector<float> pred((size_t)B * N * 2);
@@ -217,7 +155,7 @@ int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json,
                 h.regime.stationary_variance, h.regime.alpha, h.regime.beta, regime_name(h.regime.regime));
   }
   std::printf("\n%d fresh trajectories x %d noisy measurements (sigma_m = %.1f), streamed one step at a time:\n", B, N,
-              sp.sigma_m);
+              so.sigma_m);
   std::printf("  next-step prediction MSE vs the true state\n");
   std::printf("    raw measurements      %8.4f\n", mse_raw);
   std::printf("    Kalman filter (exact) %8.4f\n", mse_kf);

@@ -1,0 +1,96 @@
+#include "rfa/spiral.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace rfa {
+namespace {
+
+constexpr double kA[2][2] = {{0.9, -2.0}, {1.0, -1.1}};
+constexpr double kH = 0.01;  // Euler step
+constexpr double kX0 = 10.0;  // x(0) ~ 10 N(0, I), and the Kalman prior N(0, 100 I)
+
+using Mat = std::array<double, 4>;
+Mat mul(const Mat& a, const Mat& b) {
+  return {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+}
+Mat tr(const Mat& a) { return {a[0], a[2], a[1], a[3]}; }
+Mat add(const Mat& a, const Mat& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]}; }
+std::array<double, 2> apply(const Mat& a, const std::array<double, 2>& v) {
+  return {a[0] * v[0] + a[1] * v[1], a[2] * v[0] + a[3] * v[1]};
+}
+
+}  // namespace
+
+SpiralSimulator::SpiralSimulator() : SpiralSimulator(Options{}) {}
+SpiralSimulator::SpiralSimulator(const Options& o) : o_(o) { reset(); }
+
+void SpiralSimulator::reset() {
+  rng_.seed(o_.seed);
+  std::normal_distribution<double> n(0, 1);
+  x_ = {kX0 * n(rng_), kX0 * n(rng_)};
+  t_ = 0;
+  first_ = true;
+  mu_ = {0, 0};
+  P_ = {kX0 * kX0, 0, 0, kX0 * kX0};
+}
+
+int SpiralSimulator::nominal_steps() const { return std::max(1, (int)std::lround(o_.interval / kH)); }
+
+void SpiralSimulator::euler(int steps) {
+  std::normal_distribution<double> n(0, 1);
+  const double s = o_.sigma_p * std::sqrt(kH);
+  for (int i = 0; i < steps; ++i) {
+    double a = x_[0] + kH * (kA[0][0] * x_[0] + kA[0][1] * x_[1]) + s * n(rng_);
+    double b = x_[1] + kH * (kA[1][0] * x_[0] + kA[1][1] * x_[1]) + s * n(rng_);
+    x_ = {a, b};
+  }
+}
+
+// F = M^steps and Q = sum_{i<steps} M^i (sigma_p^2 h I) M^i^T: the exact discrete model of `steps`
+// Euler-Maruyama steps, so the filter below is the optimal one for this simulation.
+SpiralSimulator::Mat SpiralSimulator::transition(int steps, Mat* Q) const {
+  const Mat M = {1 + kH * kA[0][0], kH * kA[0][1], kH * kA[1][0], 1 + kH * kA[1][1]};
+  const double q = o_.sigma_p * o_.sigma_p * kH;
+  Mat F = {1, 0, 0, 1}, Qs = {0, 0, 0, 0};
+  for (int i = 0; i < steps; ++i) {
+    F = mul(M, F);
+    Qs = add(mul(mul(M, Qs), tr(M)), Mat{q, 0, 0, q});
+  }
+  *Q = Qs;
+  return F;
+}
+
+SpiralSimulator::Measurement SpiralSimulator::next() {
+  const int nominal = nominal_steps();
+  if (!first_) {
+    int steps = nominal;
+    if (o_.irregular)  // the training distribution: gaps of 2..20 Euler steps when nominal is 10
+      steps = std::uniform_int_distribution<int>(std::max(1, nominal / 5), 2 * nominal)(rng_);
+    euler(steps);
+    t_ += (double)steps / nominal;
+    Mat Q;
+    const Mat F = transition(steps, &Q);
+    mu_ = apply(F, mu_);
+    P_ = add(mul(mul(F, P_), tr(F)), Q);
+  }
+  first_ = false;
+  std::normal_distribution<double> n(0, 1);
+  Measurement m;
+  m.y = {x_[0] + o_.sigma_m * n(rng_), x_[1] + o_.sigma_m * n(rng_)};
+  m.t = t_;
+  m.truth = x_;
+  // Kalman update with the new measurement (R = sigma_m^2 I).
+  const double r = o_.sigma_m * o_.sigma_m;
+  const Mat S = {P_[0] + r, P_[1], P_[2], P_[3] + r};
+  const double det = S[0] * S[3] - S[1] * S[2];
+  const Mat K = mul(P_, Mat{S[3] / det, -S[1] / det, -S[2] / det, S[0] / det});
+  const double r0 = m.y[0] - mu_[0], r1 = m.y[1] - mu_[1];
+  mu_ = {mu_[0] + K[0] * r0 + K[1] * r1, mu_[1] + K[2] * r0 + K[3] * r1};
+  P_ = mul(Mat{1 - K[0], -K[1], -K[2], 1 - K[3]}, P_);
+  Mat Q;
+  m.kalman_next = apply(transition(nominal, &Q), mu_);
+  return m;
+}
+
+}  // namespace rfa
