@@ -1,5 +1,7 @@
 #include "vk_device.hpp"
 
+#include "gpu/capabilities.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,36 +21,6 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT
   return VK_FALSE;
 }
 
-bool has_layer(const char* name) {
-  uint32_t n = 0;
-  vkEnumerateInstanceLayerProperties(&n, nullptr);
-  std::vector<VkLayerProperties> v(n);
-  vkEnumerateInstanceLayerProperties(&n, v.data());
-  for (auto& l : v)
-    if (!std::strcmp(l.layerName, name)) return true;
-  return false;
-}
-
-bool device_has(VkPhysicalDevice p, const char* name) {
-  uint32_t n = 0;
-  vkEnumerateDeviceExtensionProperties(p, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> v(n);
-  vkEnumerateDeviceExtensionProperties(p, nullptr, &n, v.data());
-  for (auto& e : v)
-    if (!std::strcmp(e.extensionName, name)) return true;
-  return false;
-}
-
-int rank(VkPhysicalDeviceType t) {
-  switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
-    default: return 0;
-  }
-}
-
 std::string lower(std::string s) {
   for (char& c : s) c = (char)std::tolower((unsigned char)c);
   return s;
@@ -64,7 +36,7 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
   }
   std::vector<const char*> layers, exts(instance_exts);
   if (validation) {
-    if (!has_layer("VK_LAYER_KHRONOS_validation")) {
+    if (!rfa::gpu::instance_has_layer("VK_LAYER_KHRONOS_validation")) {
       *error = "validation requested but VK_LAYER_KHRONOS_validation is not installed (vulkan-validationlayers)";
       return false;
     }
@@ -105,7 +77,7 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
     vkGetPhysicalDeviceProperties(devs[d], &p);
     if (want && *want && lower(p.deviceName).find(lower(want)) == std::string::npos && std::to_string(d) != want)
       continue;
-    if (swapchain && !device_has(devs[d], VK_KHR_SWAPCHAIN_EXTENSION_NAME)) continue;
+    if (swapchain && !rfa::gpu::device_has_extension(devs[d], VK_KHR_SWAPCHAIN_EXTENSION_NAME)) continue;
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(devs[d], &nq, nullptr);
     std::vector<VkQueueFamilyProperties> qf(nq);
@@ -118,8 +90,8 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
       fam = (int)f;
     }
     if (fam < 0) continue;
-    if (rank(p.deviceType) > best_rank) {
-      best_rank = rank(p.deviceType);
+    if (rfa::gpu::device_type_rank(p.deviceType) > best_rank) {
+      best_rank = rfa::gpu::device_type_rank(p.deviceType);
       best = (int)d;
       best_family = fam;
     }
@@ -137,8 +109,8 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
 
   std::vector<const char*> dexts;
   if (swapchain) dexts.push_back(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
-  if (device_has(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) dexts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-  if (device_has(phys, "VK_KHR_portability_subset")) dexts.push_back("VK_KHR_portability_subset");
+  if (rfa::gpu::device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) dexts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  if (rfa::gpu::device_has_extension(phys, "VK_KHR_portability_subset")) dexts.push_back("VK_KHR_portability_subset");
   for (const char* e : dexts) device_extensions.emplace_back(e);
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

@@ -22,7 +22,37 @@ std::string Capabilities::api_string() const {
          std::to_string(VK_API_VERSION_PATCH(api_version));
 }
 
-static bool has_device_extension(VkPhysicalDevice phys, const char* name) {
+int device_type_rank(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
+    default: return 0;
+  }
+}
+
+bool instance_has_layer(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> layers(n);
+  vkEnumerateInstanceLayerProperties(&n, layers.data());
+  for (auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+bool instance_has_extension(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
+  for (auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+bool device_has_extension(VkPhysicalDevice phys, const char* name) {
   uint32_t n = 0;
   vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> exts(n);
@@ -39,7 +69,7 @@ Capabilities probe_capabilities(VkInstance, VkPhysicalDevice phys, uint32_t queu
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props2.pNext = &subgroup;
-  bool has_driver_props = has_device_extension(phys, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  bool has_driver_props = device_has_extension(phys, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   VkPhysicalDeviceProperties base;
   vkGetPhysicalDeviceProperties(phys, &base);
   if (has_driver_props || base.apiVersion >= VK_API_VERSION_1_2) subgroup.pNext = &driver;
@@ -78,13 +108,13 @@ Capabilities probe_capabilities(VkInstance, VkPhysicalDevice phys, uint32_t queu
   VkPhysicalDeviceShaderFloat16Int8Features f16arith{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   feats.pNext = &f16storage;
-  if (p.apiVersion >= VK_API_VERSION_1_2 || has_device_extension(phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
+  if (p.apiVersion >= VK_API_VERSION_1_2 || device_has_extension(phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
     f16storage.pNext = &f16arith;
   vkGetPhysicalDeviceFeatures2(phys, &feats);
   c.storage_16bit = f16storage.storageBuffer16BitAccess;
   c.shader_float16 = f16storage.pNext ? f16arith.shaderFloat16 : false;
   c.shader_float64 = feats.features.shaderFloat64;
-  c.push_descriptors = has_device_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  c.push_descriptors = device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);

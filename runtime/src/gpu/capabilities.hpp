@@ -56,4 +56,12 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
 
 const char* device_type_name(VkPhysicalDeviceType t);
 
+// Device choice order: discrete 4 > integrated 3 > virtual 2 > cpu 1 > other 0.
+int device_type_rank(VkPhysicalDeviceType t);
+
+// Small queries shared by the runtime and apps that create their own device (the viewer).
+bool instance_has_layer(const char* name);
+bool instance_has_extension(const char* name);
+bool device_has_extension(VkPhysicalDevice phys, const char* name);
+
 }  // namespace rfa::gpu

@@ -22,36 +22,6 @@ bool env_flag(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-bool instance_has_layer(const char* name) {
-  uint32_t n = 0;
-  vkEnumerateInstanceLayerProperties(&n, nullptr);
-  std::vector<VkLayerProperties> layers(n);
-  vkEnumerateInstanceLayerProperties(&n, layers.data());
-  for (auto& l : layers)
-    if (std::strcmp(l.layerName, name) == 0) return true;
-  return false;
-}
-
-bool instance_has_extension(const char* name) {
-  uint32_t n = 0;
-  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> exts(n);
-  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
-  for (auto& e : exts)
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  return false;
-}
-
-bool device_has_extension(VkPhysicalDevice phys, const char* name) {
-  uint32_t n = 0;
-  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> exts(n);
-  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, exts.data());
-  for (auto& e : exts)
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  return false;
-}
-
 // The first queue family with compute; a compute-only family is preferred on discrete GPUs only
 // when it also has timestamps, otherwise the universal family (simpler sharing with graphics).
 int find_compute_family(VkPhysicalDevice phys) {
@@ -62,16 +32,6 @@ int find_compute_family(VkPhysicalDevice phys) {
   for (uint32_t i = 0; i < n; ++i)
     if ((qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && qf[i].queueCount > 0) return (int)i;
   return -1;
-}
-
-int type_rank(VkPhysicalDeviceType t) {
-  switch (t) {
-    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 4;
-    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 3;
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: return 1;
-    default: return 0;
-  }
 }
 
 std::string lower(std::string s) {
@@ -187,8 +147,8 @@ Result<int> select_device(VkInstance inst, const std::vector<VkPhysicalDevice>& 
     if (find_compute_family(devs[i]) < 0) continue;
     VkPhysicalDeviceProperties p;
     vkGetPhysicalDeviceProperties(devs[i], &p);
-    if (type_rank(p.deviceType) > best_rank) {
-      best_rank = type_rank(p.deviceType);
+    if (device_type_rank(p.deviceType) > best_rank) {
+      best_rank = device_type_rank(p.deviceType);
       best = (int)i;
     }
   }
