@@ -171,6 +171,23 @@ TEST_CASE("the memory budget gives a clear out-of-memory error and allocations a
   CHECK(al.reserved_bytes() == reserved);
 }
 
+TEST_CASE("an oversized block goes back to the driver when its tensor is freed") {
+  gpu::Allocator& al = test::gpu().allocator();
+  const uint64_t before = al.reserved_bytes();
+  {
+    auto big = al.allocate(100ull << 20, gpu::MemoryKind::device, "a 100 MiB tensor");
+    REQUIRE_MESSAGE(big.ok(), big.status().to_string());
+    CHECK(al.reserved_bytes() >= before + (100ull << 20));
+    float x = 3.f, y = 0.f;
+    REQUIRE(test::gpu().upload(*big, &x, 4, (100ull << 20) - 4).ok());
+    REQUIRE(test::gpu().download(*big, &y, 4, (100ull << 20) - 4).ok());
+    CHECK(y == 3.f);
+  }
+  CHECK(al.reserved_bytes() == before);
+  auto again = al.allocate(1 << 20, gpu::MemoryKind::device, "after");
+  CHECK(again.ok());
+}
+
 TEST_CASE("after device loss the context refuses work with device_lost but can still be destroyed") {
   ContextOptions o;
   o.validation = 1;

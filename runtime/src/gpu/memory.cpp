@@ -173,6 +173,20 @@ void Allocator::free_range(uint32_t block, uint64_t offset, uint64_t size) {
   Block& b = *blocks_[block];
   b.used -= size;
   if (b.kind == MemoryKind::device) used_ -= size;
+  // A block made for one oversized request (a big staging copy, a long session's caches) goes back
+  // to the driver as soon as it is empty; standard-size blocks stay for reuse. The slot stays in
+  // blocks_ (live buffers index it) with no free range, so nothing is ever placed in it again.
+  const uint64_t standard = b.kind == MemoryKind::device ? kBlockBytes : kStagingBlockBytes;
+  if (b.used == 0 && b.size > standard) {
+    vkDestroyBuffer(ctx_.device(), b.buffer, nullptr);
+    vkFreeMemory(ctx_.device(), b.memory, nullptr);
+    b.buffer = VK_NULL_HANDLE;
+    b.memory = VK_NULL_HANDLE;
+    b.mapped = nullptr;
+    b.size = 0;
+    b.free.clear();
+    return;
+  }
   auto it = b.free.emplace(offset, size).first;
   // Coalesce with the next and the previous free range.
   auto next = std::next(it);
