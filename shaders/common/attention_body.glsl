@@ -30,6 +30,15 @@ layout(constant_id = 16) const bool GATE = false;     // also turns on the energ
 layout(constant_id = 17) const bool OUT_NORM = false;
 const bool WANT_VCOV = false;
 #endif
+// CPU devices (lavapipe): read keys and values straight from the cache instead of staging tiles in
+// shared memory. There "global" memory is the CPU cache already, and every barrier switches all
+// the workgroup's invocations; without staging the prefill loop needs no barrier at all.
+#if RFA_SDPA
+#define RFA_DIRECT_KV_ID 9
+#else
+#define RFA_DIRECT_KV_ID 18
+#endif
+layout(constant_id = RFA_DIRECT_KV_ID) const bool DIRECT_KV = false;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
@@ -113,17 +122,23 @@ void main() {
 
   for (uint j0 = 0; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
-    for (uint e = tid; e < nk * D; e += WG) {
-      sk[e] = Kc[(base + j0) * D + e];
-      sv[e] = Vc[(base + j0) * D + e];
-    }
+#define KEY(jj, d) (DIRECT_KV ? Kc[(base + j0 + (jj)) * D + (d)] : sk[(jj) * D + (d)])
+#define VAL(jj, d) (DIRECT_KV ? Vc[(base + j0 + (jj)) * D + (d)] : sv[(jj) * D + (d)])
+#define KNORM(jj) (DIRECT_KV ? k_norm2[base + j0 + (jj)] : skn[jj])
+#define KTIME(jj) (DIRECT_KV ? ts[b * pc.capacity + j0 + (jj)] : st[jj])
+    if (!DIRECT_KV) {
+      for (uint e = tid; e < nk * D; e += WG) {
+        sk[e] = Kc[(base + j0) * D + e];
+        sv[e] = Vc[(base + j0) * D + e];
+      }
 #if !RFA_SDPA
-    for (uint e = tid; e < nk; e += WG) {
-      skn[e] = k_norm2[base + j0 + e];
-      st[e] = ts[b * pc.capacity + j0 + e];
-    }
+      for (uint e = tid; e < nk; e += WG) {
+        skn[e] = k_norm2[base + j0 + e];
+        st[e] = ts[b * pc.capacity + j0 + e];
+      }
 #endif
-    barrier();
+      barrier();
+    }
     if (row_live) {
       const uint jend = CAUSAL ? (i + 1 > j0 ? min(nk, i + 1 - j0) : 0) : nk;
       float tmax = NEG_INF;
@@ -133,16 +148,16 @@ void main() {
       bool any = false;
       for (uint jj = sidx; jj < jend; jj += S) {
         float cross = 0.0;
-        for (uint d = 0; d < D; ++d) cross += dot(q[d], sk[jj * D + d]);
+        for (uint d = 0; d < D; ++d) cross += dot(q[d], KEY(jj, d));
 #if RFA_SDPA
         lg[jj] = cross;
 #else
-        const vec2 tj = st[jj];
+        const vec2 tj = KTIME(jj);
         float lag = (ti.x - tj.x) + (ti.y - tj.y);
         if (!CAUSAL) lag = abs(lag);
         const LagTerms t = lag_terms(P, lag);
         float logit, energy;
-        rfa_pair_logit(P, t, qn, skn[jj], cross, logit, energy);
+        rfa_pair_logit(P, t, qn, KNORM(jj), cross, logit, energy);
         lg[jj] = logit;
         ee[jj] = t.E;
         en[jj] = energy;
@@ -175,11 +190,11 @@ void main() {
           const float w = p * ee[jj];  // decayed attention A = Ahat E (RFA-REFERENCE §6)
           if (GATE) le += exp(en[jj] - me);
 #endif
-          for (uint d = 0; d < D; ++d) acc[d] += w * sv[jj * D + d];
+          for (uint d = 0; d < D; ++d) acc[d] += w * VAL(jj, d);
         }
       }
     }
-    barrier();
+    if (!DIRECT_KV) barrier();
   }
 
   // Merge the S partial states of each row (split keys).

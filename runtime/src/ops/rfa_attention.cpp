@@ -1,5 +1,8 @@
 #include "ops/rfa_attention.hpp"
 
+#include <cstdlib>
+#include <string>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -201,6 +204,9 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, uint32_t 
   bk = std::clamp<int64_t>(bk, 4, 64);
   t.keys_per_tile = (uint32_t)(bk / 4 * 4);
   t.groups_x = (n_new + t.rows_per_group - 1) / t.rows_per_group;
+  // RFA_ATTN_DIRECT_KV=0/1 overrides the device's choice (tests cover both paths on any device).
+  t.direct_kv = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  if (const char* e = std::getenv("RFA_ATTN_DIRECT_KV")) t.direct_kv = std::string(e) == "1";
   return t;
 }
 
@@ -249,13 +255,14 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   const AttentionTiling t = choose_attention_tiling(ctx.caps(), n_new, D);
   const AttentionSwitches& sw = p.sw;
   // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL, 9: COV, 10: BIAS,
-  // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM
+  // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM,
+  // 18: DIRECT_KV
   gpu::SpecConstants spec;
   spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
       .flag(sw.causal).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
       .flag(sw.robust).flag(sw.full_residual).flag(sw.counter_rotate).flag(sw.shift_rotation).flag(sw.gate)
-      .flag(sw.complex_output_norm);
+      .flag(sw.complex_output_norm).flag(t.direct_kv);
   auto pipe = ctx.pipelines().get("rfa_attention", 15, 24, spec);
   if (!pipe) return pipe.status();
   struct {

@@ -53,6 +53,7 @@ struct AttentionTiling {
   uint32_t merge_chunk = 8;         // DC
   uint32_t workgroup = 64;          // BQ * S
   uint32_t groups_x = 1;            // ceil(n_new / BQ)
+  bool direct_kv = false;           // read K/V straight from the cache (CPU devices), no tiles
 };
 AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, uint32_t n_new, uint32_t dim);
 

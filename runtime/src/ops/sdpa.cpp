@@ -17,11 +17,12 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
   if (out.size < (uint64_t)B * n_new * 2 * H * D * 4)
     return make_error(Code::invalid_argument, "sdpa: output smaller than [B*n_new, 2*H*D]");
   const AttentionTiling t = choose_attention_tiling(ctx.caps(), n_new, D);
-  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL (as rfa_attention)
+  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL (as rfa_attention),
+  // 9: DIRECT_KV
   gpu::SpecConstants spec;
   spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
-      .flag(causal);
+      .flag(causal).flag(t.direct_kv);
   auto pipe = ctx.pipelines().get("sdpa", 6, 24, spec);
   if (!pipe) return pipe.status();
   struct {
