@@ -9,21 +9,14 @@
 #include <vector>
 
 #include "model/npy.hpp"
+#include "test_support.hpp"
 
 using namespace rfa;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  fs::path base = std::getenv("RFA_BUILD_DIR") ? fs::path(std::getenv("RFA_BUILD_DIR")) / "test-tmp"
-                                               : fs::temp_directory_path() / "rfa-test-tmp";
-  fs::path p = base / ("npy_" + name);
-  std::error_code ec;
-  fs::remove_all(p, ec);
-  fs::create_directories(p);
-  return p;
-}
+fs::path scratch(const std::string& name) { return test::temp_dir("npy_" + name); }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

@@ -11,21 +11,14 @@
 #include <vector>
 
 #include "model/safetensors.hpp"
+#include "test_support.hpp"
 
 using namespace rfa;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
-  fs::path base = std::getenv("RFA_BUILD_DIR") ? fs::path(std::getenv("RFA_BUILD_DIR")) / "test-tmp"
-                                               : fs::temp_directory_path() / "rfa-test-tmp";
-  fs::path p = base / ("safetensors_" + name);
-  std::error_code ec;
-  fs::remove_all(p, ec);
-  fs::create_directories(p);
-  return p;
-}
+fs::path scratch(const std::string& name) { return test::temp_dir("safetensors_" + name); }
 
 // A file image: 8-byte length, the header text, then `data_bytes` bytes of data (value = index).
 std::vector<uint8_t> image(const std::string& header, size_t data_bytes, int64_t claimed_len = -1) {

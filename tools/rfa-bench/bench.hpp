@@ -2,6 +2,9 @@
 // or fail on time.
 #pragma once
 
+#include "rfa/context.hpp"
+
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +15,9 @@ int bench_linear(const std::vector<std::string>& args);
 
 // `rfa-bench model --model DIR [--prefill N] [--decode C1,C2] [--steps K] [--json]`
 int bench_model(const std::vector<std::string>& args);
+
+// The context of `--device SEL` (or the default device); null after printing why on stderr.
+std::unique_ptr<Context> open_context(const std::vector<std::string>& args);
 
 // Median of a sample (the sample is copied).
 double median(std::vector<double> v);

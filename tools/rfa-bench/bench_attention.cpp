@@ -145,14 +145,9 @@ int bench_attention(const std::vector<std::string>& args) {
   std::vector<uint32_t> ns;
   for (const auto& s : split_list(option(args, "--n", "256,1024,4096"))) ns.push_back((uint32_t)std::atoi(s.c_str()));
   std::vector<std::string> variants = split_list(option(args, "--variants", "M2,M1,M2.6"));
-  ContextOptions opts;
-  opts.device = option(args, "--device", "");
-  auto ctx = Context::create(opts);
-  if (!ctx) {
-    std::fprintf(stderr, "rfa-bench: %s\n", ctx.status().to_string().c_str());
-    return 5;
-  }
-  gpu::Context& g = (*ctx)->impl();
+  std::unique_ptr<Context> ctx = open_context(args);
+  if (!ctx) return 5;
+  gpu::Context& g = ctx->impl();
   const std::string device = g.caps().device_name;
   if (!json)
     std::printf("%-6s %6s %3s %3s %3s %10s %10s %9s %10s %7s %12s\n", "var", "N", "H", "D", "B", "gpu ms", "wall ms",

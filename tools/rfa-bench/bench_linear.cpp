@@ -39,14 +39,9 @@ double cpu_naive_ms(const Shape& s, const std::vector<float>& x, const std::vect
 int bench_linear(const std::vector<std::string>& args) {
   const bool json = has_flag(args, "--json");
   const int reps = std::max(1, std::atoi(option(args, "--reps", "5").c_str()));
-  ContextOptions opts;
-  opts.device = option(args, "--device", "");
-  auto ctx = Context::create(opts);
-  if (!ctx) {
-    std::fprintf(stderr, "rfa-bench: %s\n", ctx.status().to_string().c_str());
-    return 5;
-  }
-  gpu::Context& g = (*ctx)->impl();
+  std::unique_ptr<Context> ctx = open_context(args);
+  if (!ctx) return 5;
+  gpu::Context& g = ctx->impl();
   const std::string device = g.caps().device_name;
   const Shape shapes[] = {
       {512, 256, 256, "prefill projection (N=512, d_e=256)"},

@@ -44,13 +44,8 @@ int bench_model(const std::vector<std::string>& args) {
     std::fprintf(stderr, "rfa-bench model: --model DIR is required\n");
     return 2;
   }
-  ContextOptions opts;
-  opts.device = option(args, "--device", "");
-  auto ctx = Context::create(opts);
-  if (!ctx) {
-    std::fprintf(stderr, "rfa-bench: %s\n", ctx.status().to_string().c_str());
-    return 5;
-  }
+  std::unique_ptr<Context> ctx = open_context(args);
+  if (!ctx) return 5;
   double t0 = now_ms();
   auto model = load_model_dir(dir);
   if (!model) {
@@ -78,15 +73,15 @@ int bench_model(const std::vector<std::string>& args) {
     input(n, &ids, &vals);
     return info.architecture == "lm" ? s.prefill_tokens(ids, n) : s.prefill_values(vals, n);
   };
-  gpu::Allocator& al = (*ctx)->impl().allocator();
-  const std::string device = (*ctx)->device_info().name;
+  gpu::Allocator& al = ctx->impl().allocator();
+  const std::string device = ctx->device_info().name;
   int max_ctx = prefill_n;
   for (int c : decode_at) max_ctx = std::max(max_ctx, c + steps);
   SessionOptions so;
   so.max_context = max_ctx;
   so.last_output_only = true;
   al.reset_peak();
-  auto s = Session::create(**ctx, *model, so);
+  auto s = Session::create(*ctx, *model, so);
   if (!s) {
     std::fprintf(stderr, "rfa-bench: %s\n", s.status().to_string().c_str());
     return 5;

@@ -14,6 +14,17 @@
 
 namespace rfa::bench {
 
+std::unique_ptr<Context> open_context(const std::vector<std::string>& args) {
+  ContextOptions opts;
+  opts.device = option(args, "--device", "");
+  auto ctx = Context::create(opts);
+  if (!ctx) {
+    std::fprintf(stderr, "rfa-bench: %s\n", ctx.status().to_string().c_str());
+    return nullptr;
+  }
+  return ctx.take();
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
