@@ -1,6 +1,6 @@
 #version 450
 // y = alpha * a + beta * b over n floats (beta = 0 reads no b: a plain scale).
-layout(local_size_x = 256) in;
+layout(local_size_x = 128) in;  // the spec minimum of maxComputeWorkGroupInvocations
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -12,7 +12,7 @@ layout(push_constant) uniform Push {
 } pc;
 
 void main() {
-  const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 256;
+  const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 128;
   if (i >= pc.n) return;
   float v = pc.alpha * a[i];
   if (pc.beta != 0.0) v += pc.beta * b[i];

@@ -14,8 +14,9 @@ Status record_axpby(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& a,
     uint32_t n;
     float alpha, beta;
   } push{n, alpha, beta};
-  // Split across y when n / 256 exceeds the 65535 workgroups every device guarantees in x.
-  uint32_t groups = (n + 255) / 256, gx = groups, gy = 1;
+  // 128 invocations per workgroup; split across y when that needs more than the 65535 workgroups
+  // every device guarantees in x.
+  uint32_t groups = (n + 127) / 128, gx = groups, gy = 1;
   if (groups > 65535) {
     gx = 65535;
     gy = (groups + 65534) / 65535;

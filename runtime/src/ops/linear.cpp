@@ -12,7 +12,10 @@ LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearSha
   // RFA_LINEAR_KERNEL=tiled|gemv|direct overrides the choice (to compare kernels on one device).
   const char* force = std::getenv("RFA_LINEAR_KERNEL");
   std::string f = force ? force : "";
-  if (f == "direct" || (f.empty() && caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU)) {
+  // The 16x16 tiled kernel needs 256 invocations per workgroup; the spec guarantees only 128, so a
+  // device below 256 takes the 64-invocation direct kernel instead.
+  const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU, small_wg = caps.max_workgroup_invocations < 256;
+  if (f == "direct" || (f.empty() && (cpu || small_wg))) {
     p.kernel = LinearParams::Kernel::direct;
     if (s.rows < 4) {  // 64x1 invocations of 1x4 blocks: 1 row x 256 columns per workgroup
       p.rows_per_invocation = 1;
