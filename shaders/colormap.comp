@@ -6,7 +6,7 @@
 // bound the work per pixel). Cells outside the probed rectangle are pending, cells with j > i of
 // a causal model are masked. Must match rfa::heatmap_color() on the host (heatmap.cpp).
 
-layout(local_size_x = 16, local_size_y = 16) in;
+layout(local_size_x = 8, local_size_y = 8) in;
 
 layout(std430, binding = 0) readonly buffer Vb { float vals[]; };  // [prows, pcols]
 layout(std430, binding = 1) writeonly buffer Ob { uint pixels[]; };  // [H, W]
@@ -17,16 +17,26 @@ layout(push_constant) uniform Push {
   uint masked_color, pending_color;
 } pc;
 
-// viridis, degree-6 polynomial fit (Matt Zucker, CC0).
+// The viridis colour scale as a piecewise-linear ramp through its colours at t = 0, 0.1, ..., 1
+// (rfa::heatmap_color in heatmap.cpp holds the same table; keep them equal).
+const vec3 RAMP[11] = vec3[11](
+    vec3(0.267, 0.005, 0.329),
+    vec3(0.283, 0.141, 0.458),
+    vec3(0.254, 0.265, 0.530),
+    vec3(0.207, 0.372, 0.553),
+    vec3(0.164, 0.471, 0.558),
+    vec3(0.128, 0.567, 0.551),
+    vec3(0.135, 0.659, 0.518),
+    vec3(0.208, 0.719, 0.473),
+    vec3(0.478, 0.821, 0.318),
+    vec3(0.741, 0.873, 0.150),
+    vec3(0.993, 0.906, 0.144));
+
 vec3 viridis(float t) {
-  const vec3 c0 = vec3(0.2777273272234177, 0.005407344544966578, 0.3340998053353061);
-  const vec3 c1 = vec3(0.1050930431085774, 1.404613529898575, 1.384590162594685);
-  const vec3 c2 = vec3(-0.3308618287255563, 0.214847559468213, 0.09509516302823659);
-  const vec3 c3 = vec3(-4.634230498983486, -5.799100973351585, -19.33244095627987);
-  const vec3 c4 = vec3(6.228269936347081, 14.17993336680509, 56.69055260068105);
-  const vec3 c5 = vec3(4.776384997670288, -13.74514537774601, -65.35303263337234);
-  const vec3 c6 = vec3(-5.435455855934631, 4.645852612178535, 26.3124352495832);
-  return c0 + t * (c1 + t * (c2 + t * (c3 + t * (c4 + t * (c5 + t * c6)))));
+  const float x = clamp(t, 0.0, 1.0) * 10.0;
+  const int i = min(int(x), 9);
+  const float f = x - float(i);
+  return RAMP[i] + f * (RAMP[i + 1] - RAMP[i]);
 }
 
 uint pack(vec3 c) {

@@ -78,18 +78,27 @@ Status ensure(gpu::Context& g, gpu::Buffer& b, uint64_t bytes, const char* what)
 
 }  // namespace
 
+// The viridis colour scale as a piecewise-linear ramp through its colours at t = 0, 0.1, ..., 1;
+// shaders/colormap.comp holds the same table and arithmetic.
 uint32_t viridis_rgba(float t) {
-  static const float c[7][3] = {{0.2777273272234177f, 0.005407344544966578f, 0.3340998053353061f},
-                                {0.1050930431085774f, 1.404613529898575f, 1.384590162594685f},
-                                {-0.3308618287255563f, 0.214847559468213f, 0.09509516302823659f},
-                                {-4.634230498983486f, -5.799100973351585f, -19.33244095627987f},
-                                {6.228269936347081f, 14.17993336680509f, 56.69055260068105f},
-                                {4.776384997670288f, -13.74514537774601f, -65.35303263337234f},
-                                {-5.435455855934631f, 4.645852612178535f, 26.3124352495832f}};
+  static const float ramp[11][3] = {
+      {0.267f, 0.005f, 0.329f},
+      {0.283f, 0.141f, 0.458f},
+      {0.254f, 0.265f, 0.530f},
+      {0.207f, 0.372f, 0.553f},
+      {0.164f, 0.471f, 0.558f},
+      {0.128f, 0.567f, 0.551f},
+      {0.135f, 0.659f, 0.518f},
+      {0.208f, 0.719f, 0.473f},
+      {0.478f, 0.821f, 0.318f},
+      {0.741f, 0.873f, 0.150f},
+      {0.993f, 0.906f, 0.144f}};
+  const float x = std::clamp(t, 0.0f, 1.0f) * 10.0f;
+  const int i = std::min((int)x, 9);
+  const float f = x - (float)i;
   uint32_t out = 0xff000000u;
   for (int ch = 0; ch < 3; ++ch) {
-    float v = c[6][ch];
-    for (int k = 5; k >= 0; --k) v = c[k][ch] + t * v;
+    float v = ramp[i][ch] + f * (ramp[i + 1][ch] - ramp[i][ch]);
     v = std::clamp(v, 0.0f, 1.0f);
     out |= (uint32_t)(v * 255.0f + 0.5f) << (8 * ch);
   }
@@ -207,8 +216,8 @@ Status render_heatmap(gpu::Context& g, Heatmap& map, const HeatmapRequest& req, 
                       (uint32_t)req.c1, (uint32_t)(probed ? pr0 : 0), (uint32_t)(probed ? pr1 : 0),
                       (uint32_t)(probed ? pc0 : 0), (uint32_t)(probed ? pc1 : 0), causal ? 1u : 0u,
                       req.log_scale ? 1u : 0u, req.vmax, req.decades, kHeatmapMasked, kHeatmapPending};
-    R.dispatch(**pipe, {gpu::in(req.decayed ? M.a : M.ahat), gpu::out(M.pixels)}, &push, ((uint32_t)M.width + 15) / 16,
-               ((uint32_t)M.height + 15) / 16, 1, "colormap");
+    R.dispatch(**pipe, {gpu::in(req.decayed ? M.a : M.ahat), gpu::out(M.pixels)}, &push, ((uint32_t)M.width + 7) / 8,
+               ((uint32_t)M.height + 7) / 8, 1, "colormap");
   }
   Status s2 = R.submit_and_wait();
   RFA_TRY(g.note(st));
