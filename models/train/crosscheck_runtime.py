@@ -1,0 +1,104 @@
+"""Cross-check of the C++ runtime against this PyTorch module on many reference flag settings.
+
+For each setting: build a small `signal` network with random raw parameters (so that every flag
+changes the numbers), export it with export.py, run `rfa-run` on it (GPU, and the double-precision
+CPU twin with --cpu-reference) with irregular timestamps, and compare with this module's float64
+forward pass from the stored weights. Three implementations written separately from
+RFA-REFERENCE.md must agree.
+
+usage: /usr/bin/python3 crosscheck_runtime.py BUILD_DIR   (prints one line per setting; exit 1 on a mismatch)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export import export_model, load_stored_into, read_safetensors, save_npy  # noqa: E402
+from rfa_torch import build, make_args  # noqa: E402
+
+SETTINGS = {
+    "M2": dict(model="M2"),
+    "M1": dict(model="M1"),
+    "M2.1 gaussian": dict(model="M2.1"),
+    "M2.2 flat prior": dict(model="M2", zero_process_noise=True, zero_key_measurement_noise=True,
+                            additive_bias_type=0, multiplicative_bias_type=0),
+    "M2.3 no mult. gate": dict(model="M2", additive_bias_type=1, multiplicative_bias_type=0),
+    "M2.4 no counter-rotation": dict(model="M2", rotate_values=False),
+    "M2.5 no rotations": dict(model="M2", zero_rotations=True),
+    "M2.6 pure rotation": dict(model="M2.6"),
+    "M2.7 confidence gate": dict(model="M2", use_inner_residual=True, use_total_precision_gate=1),
+    "bias 2 / precision 2": dict(model="M2", additive_bias_type=2, multiplicative_bias_type=2),
+    "learn_decay (residual diffusion)": dict(model="M2", learn_decay=True),
+    "ss process noise (hybrid)": dict(model="M2", use_ss_process_noise=True),
+    "fixed shift (learn_t_shift off)": dict(model="M2", learn_t_shift=False),
+    "no outer residual, no real norms": dict(model="M2", use_outer_residual=False, use_real_input_norm=False,
+                                             use_real_output_norm=False),
+    "rms norm": dict(model="M2", norm="rms_norm"),
+}
+
+
+def randomize(model, gen):
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2 and not name.endswith(("P_prior_log", "P_scale_log", "t_shift_param")):
+                continue  # keep the module's weight initialisation
+            p.add_(0.5 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+
+
+def main():
+    build_dir = sys.argv[1] if len(sys.argv) > 1 else "build"
+    rfa_run = os.path.join(build_dir, "rfa-run")
+    torch.set_num_threads(1)
+    failures = 0
+    for label, s in SETTINGS.items():
+        s = dict(s)
+        model_name = s.pop("model")
+        args = make_args(model_name, n_heads=3, d_e=24, d_k_total=24, d_v_total=24, num_blocks=2, hidden_dim=40,
+                         d_in=3, seq_len=32, t_equal=False, vocab_size=None, **s)
+        args.architecture = "signal"
+        torch.manual_seed(7)
+        gen = torch.Generator().manual_seed(11)
+        model = build(args)
+        randomize(model, gen)
+        with tempfile.TemporaryDirectory() as tmp:
+            mdir = os.path.join(tmp, "model")
+            export_model(model, args, "signal", mdir)
+            stored = read_safetensors(os.path.join(mdir, "model.safetensors"))
+            m64, _ = load_stored_into(build(args), stored, torch.float64)
+            m64.eval()
+            rng = np.random.default_rng(3)
+            B, N = 2, 29
+            x = rng.standard_normal((B, N, 3)).astype(np.float32)
+            t = np.cumsum(rng.uniform(0.2, 2.0, (B, N)), axis=1).astype(np.float32)
+            save_npy(os.path.join(tmp, "x.npy"), x)
+            save_npy(os.path.join(tmp, "t.npy"), t)
+            with torch.no_grad():
+                want = m64(torch.from_numpy(x.astype(np.float64)), t_measure=torch.from_numpy(t.astype(np.float64))).numpy()
+            line = "%-34s" % label
+            for mode in ("gpu", "cpu"):
+                out = os.path.join(tmp, "out-" + mode)
+                cmd = [rfa_run, "--model", mdir, "--signal", os.path.join(tmp, "x.npy"), "--timestamps",
+                       os.path.join(tmp, "t.npy"), "--dump", out] + (["--cpu-reference"] if mode == "cpu" else [])
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    line += "  %s: rfa-run exit %d: %s" % (mode, r.returncode, r.stderr.strip()[:200])
+                    failures += 1
+                    continue
+                got = np.load(os.path.join(out, "output.npy"))
+                err = float(np.max(np.abs(got - want)))
+                scale = float(np.max(np.abs(want)))
+                tol = (2e-4 if mode == "gpu" else 2e-5) * max(1.0, scale)
+                ok = err <= tol
+                failures += 0 if ok else 1
+                line += "  %s max|err| %.2e%s" % (mode, err, "" if ok else " MISMATCH")
+            print(line, flush=True)
+    print("%d passed, %d failed" % (len(SETTINGS) - failures if failures <= len(SETTINGS) else 0, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
