@@ -236,6 +236,20 @@ TEST_CASE("probes of any layer equal the twin's attention matrices") {
       }
     }
   }
+  // One pair's readout agrees with the matrices and with the decay curve.
+  for (const auto& cap : probe.captures) {
+    for (auto [i, j] : {std::pair{5, 2}, std::pair{22, 0}, std::pair{9, 9}, std::pair{3, 7}}) {
+      CAPTURE(cap.layer);
+      CAPTURE(i);
+      CAPTURE(j);
+      auto r = s->pair(cap.layer, cap.head, 1, i, j);
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+      CHECK(r->masked == (j > i));
+      CHECK(r->lag == doctest::Approx(t[(size_t)N + i] - t[(size_t)N + j]));
+      CHECK(r->ahat == doctest::Approx(cap.Ahat[((size_t)N + i) * N + j]).epsilon(1e-4).scale(1e-6));
+      CHECK(r->a == doctest::Approx(cap.A[((size_t)N + i) * N + j]).epsilon(1e-4).scale(1e-6));
+    }
+  }
   // Out-of-range probes are errors, not crashes.
   CHECK(s->attention(2, 0, 0, 0, 1, 0, 1, false).status().code() == Code::invalid_argument);
   CHECK(s->attention(0, 0, 0, 0, N + 1, 0, 1, false).status().code() == Code::invalid_argument);

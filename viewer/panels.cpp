@@ -165,21 +165,19 @@ struct Panels {
     ImGui::Text("i = %d (query) %s", i, a.describe_input(i).c_str());
     ImGui::Text("j = %d (key)   %s", j, a.describe_input(j).c_str());
     if (i < n && j < n) {
-      auto ts = a.session_->timestamps(0);
-      const double lag = ts[(size_t)i] - ts[(size_t)j];
-      auto ahat = a.session_->attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, false);
-      auto am = a.session_->attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, true);
-      auto cv = a.session_->curves(a.layer_, a.head_, {std::fabs(lag)});
-      const double th[4] = {1, 4, 16, 64};
-      auto diag = a.session_->row_diagnostics(a.layer_, a.head_, 0, i, i + 1, th);
-      ImGui::Text("lag = %.4g", lag);
-      if (ahat && am) ImGui::Text("Ahat = %.5g   A = %.5g", (*ahat)[0], (*am)[0]);
-      if (cv) ImGui::Text("E = %.4g   Vcov = %.4g   P = %.4g   B = %.4g", cv->decay[0], cv->vcov[0], cv->precision[0], cv->bias[0]);
-      if (ahat && diag && (*ahat)[0] > 0) {
-        const auto& hp = a.heads_[(size_t)(a.layer_ * a.info_.heads + a.head_)].params;
-        const double logit = std::log((*ahat)[0]) + (*diag)[0].log_partition;
-        const double b = cv ? cv->bias[0] : 0;
-        ImGui::Text("logit = tau (B + robust) = %.4g;  tau B = %.4g,  tau robust = %.4g", logit, hp.tau * b, logit - hp.tau * b);
+      // The kernel's own terms for this pair, from the cached rotated Q/K and the row statistics.
+      auto pr = a.session_->pair(a.layer_, a.head_, 0, i, j);
+      if (!pr) {
+        ImGui::TextDisabled("%s", pr.status().message().c_str());
+      } else if (pr->masked) {
+        ImGui::Text("lag = %.4g: masked (future key)", pr->lag);
+      } else {
+        ImGui::Text("lag = %.4g   dt = lag + shift = %.4g", pr->lag, pr->dt);
+        ImGui::Text("Ahat = %.5g   A = Ahat E = %.5g", pr->ahat, pr->a);
+        ImGui::Text("E = %.4g   Vcov = %.4g   P = %.4g   B = %.4g", pr->decay, pr->vcov, pr->precision, pr->bias);
+        ImGui::Text("|q|^2 = %.4g   |k|^2 = %.4g   cross = %.4g   R2 = %.4g", pr->q_norm2, pr->k_norm2, pr->cross,
+                    pr->residual2);
+        ImGui::Text("L = B - robust term = %.4g;  logit = tau L = %.4g", pr->L, pr->logit);
       }
     } else {
       ImGui::TextDisabled(j > i ? "masked (future key)" : "not streamed yet");

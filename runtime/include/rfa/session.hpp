@@ -54,6 +54,20 @@ struct RowDiagnostics {
   double mass_beyond[4] = {0, 0, 0, 0};
 };
 
+// Everything about one (query i, key j) pair of a head: the hover readout of the viewer.
+struct PairReadout {
+  bool masked = false;           // hidden by the causal mask (then only lag/dt/decay are set)
+  double lag = 0, dt = 0;        // t_i - t_j (|.| when non-causal), and lag + lag shift
+  double decay = 0;              // E
+  double vcov = 0;               // covariance of the transported key
+  double bias = 0;               // additive bias B
+  double precision = 0;          // P in the robust / Gaussian term
+  double q_norm2 = 0, k_norm2 = 0, cross = 0;  // |Q~_i|^2, |K~_j|^2, Re sum conj(Q~) K~
+  double residual2 = 0;          // R2 (full or cross-only)
+  double L = 0, logit = 0;       // B - kappa log(1 + P R2) (or B - P R2), and tau L
+  double ahat = 0, a = 0;        // the attention weight and the decayed weight A = Ahat E
+};
+
 struct KernelCurves {
   std::vector<double> lags;
   std::vector<double> decay, vcov, precision, bias;  // [lags], for one head
@@ -93,6 +107,8 @@ class Session {
   Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                       const double thresholds[4]);
   Result<KernelCurves> curves(int layer, int head, const std::vector<double>& lags);
+  // One pair's terms, from the cached rotated Q/K and the row statistics (a few bytes read back).
+  Result<PairReadout> pair(int layer, int head, int b, int i, int j);
   std::vector<double> timestamps(int b) const;  // of the filled positions
 
   // Draws req's view of (layer, head, b) into `map` on the GPU: the computed part of the view is

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstring>
 
 #include "gpu/context.hpp"
@@ -16,6 +17,7 @@
 #include "ops/linear.hpp"
 #include "ops/norm.hpp"
 #include "ops/rfa_attention.hpp"
+#include "reference/attention_ref.hpp"
 #include "probe/heatmap_render.hpp"
 
 namespace rfa {
@@ -550,6 +552,47 @@ Result<std::vector<RowDiagnostics>> Session::row_diagnostics(int layer, int head
     for (int i = 0; i < 4; ++i) out[r].mass_beyond[i] = p[4 + i];
   }
   return out;
+}
+
+Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
+  Impl& I = *impl_;
+  RFA_TRY(I.check_probe(layer, head, b, i, i + 1, j, j + 1));
+  const AttentionParams& p = I.model->layer(layer).params;
+  const LayerGpu& L = I.layers[(size_t)layer];
+  const size_t D = (size_t)p.dim, row = ((size_t)b * p.heads + head) * (size_t)I.capacity;
+  std::vector<float> q(2 * D), k(2 * D);
+  float m = 0, l = 0;
+  RFA_TRY(I.g->download(L.cache.q, q.data(), D * 8, (row + (size_t)i) * D * 8));
+  RFA_TRY(I.g->download(L.cache.k, k.data(), D * 8, (row + (size_t)j) * D * 8));
+  RFA_TRY(I.g->download(L.cache.row_max, &m, 4, (row + (size_t)i) * 4));
+  RFA_TRY(I.g->download(L.cache.row_sum, &l, 4, (row + (size_t)i) * 4));
+  const double ti = I.host_t[(size_t)b][(size_t)i], tj = I.host_t[(size_t)b][(size_t)j];
+  // The caches hold Q~ = Q e^{-i omega t}; the twin's pair_terms takes Q, K at their own times.
+  std::vector<std::complex<double>> qv(D), kv(D);
+  for (size_t d = 0; d < D; ++d) {
+    const double w = p.omega[(size_t)head * D + d];
+    qv[d] = std::complex<double>(q[2 * d], q[2 * d + 1]) * std::polar(1.0, w * ti);
+    kv[d] = std::complex<double>(k[2 * d], k[2 * d + 1]) * std::polar(1.0, w * tj);
+  }
+  const ref::PairTerms t = ref::pair_terms(p, head, qv.data(), kv.data(), ti, tj);
+  PairReadout r;
+  r.masked = p.sw.causal && j > i;
+  r.lag = t.lag;
+  r.dt = t.dt;
+  r.decay = t.E;
+  if (r.masked) return r;
+  r.vcov = t.vcov;
+  r.bias = t.B;
+  r.precision = t.P;
+  r.q_norm2 = t.q_norm2;
+  r.k_norm2 = t.k_norm2;
+  r.cross = t.cross;
+  r.residual2 = t.R2;
+  r.L = t.L;
+  r.logit = t.logit;
+  r.ahat = l > 0 ? std::exp(t.logit - (double)m) / (double)l : 0.0;
+  r.a = r.ahat * t.E;
+  return r;
 }
 
 Result<KernelCurves> Session::curves(int layer, int head, const std::vector<double>& lags) {
