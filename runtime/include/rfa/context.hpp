@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ class Context {
   // Validation messages of warning or error severity seen so far (tests assert it stays 0).
   uint64_t validation_message_count() const;
   bool lost() const;
+  // Vulkan queues are externally synchronized: the runtime holds this lock around each of its
+  // submissions; an app that shares an adopted queue must hold it around its own vkQueueSubmit.
+  std::mutex& queue_mutex();
 
   gpu::Context& impl() { return *impl_; }
   const gpu::Context& impl() const { return *impl_; }

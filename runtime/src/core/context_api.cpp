@@ -62,5 +62,6 @@ std::string Context::capabilities_summary() const {
 
 uint64_t Context::validation_message_count() const { return impl_->validation_message_count(); }
 bool Context::lost() const { return impl_->lost(); }
+std::mutex& Context::queue_mutex() { return impl_->queue_mutex(); }
 
 }  // namespace rfa
