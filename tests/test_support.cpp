@@ -39,10 +39,8 @@ uint64_t validation_messages() { return g_messages.load(); }
 void shutdown() { g_ctx.reset(); }
 
 gpu::Buffer upload(const std::vector<float>& data, const char* label) {
-  auto b = gpu().allocator().allocate(std::max<size_t>(data.size(), 1) * 4, gpu::MemoryKind::device, label);
+  auto b = gpu().upload_new(data, label);
   REQUIRE_MESSAGE(b.ok(), b.status().to_string());
-  Status s = gpu().upload(*b, data.data(), data.size() * 4);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
   return b.take();
 }
 

@@ -362,6 +362,13 @@ Status Context::upload(const Buffer& dst, const void* src, size_t bytes, size_t 
   });
 }
 
+Result<Buffer> Context::upload_new(const std::vector<float>& floats, const std::string& label) {
+  auto b = allocator_->allocate(std::max<size_t>(floats.size(), 1) * 4, MemoryKind::device, label);
+  if (!b) return b.status();
+  RFA_TRY(upload(*b, floats.data(), floats.size() * 4));
+  return b.take();
+}
+
 Status Context::download(const Buffer& src, void* dst, size_t bytes, size_t src_offset) {
   RFA_TRY(usable());
   if (src_offset + bytes > src.size)

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "gpu/capabilities.hpp"
 #include "rfa/context.hpp"
@@ -51,6 +53,8 @@ class Context {
   // Synchronous helpers: mapped memcpy where the buffer is host-visible, staging copy otherwise.
   Status upload(const Buffer& dst, const void* src, size_t bytes, size_t dst_offset = 0);
   Status download(const Buffer& src, void* dst, size_t bytes, size_t src_offset = 0);
+  // A new device buffer holding `floats` (at least one float, so an empty tensor still binds).
+  Result<Buffer> upload_new(const std::vector<float>& floats, const std::string& label);
   // Records `record` into a one-time command buffer, submits it and waits.
   Status submit_once(const std::function<void(VkCommandBuffer)>& record);
 

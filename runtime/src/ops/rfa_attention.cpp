@@ -1,9 +1,7 @@
 #include "ops/rfa_attention.hpp"
 
-#include <cstdlib>
-#include <string>
-
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -23,16 +21,6 @@ enum HeadTable : uint32_t {
 };
 // |mu| below this selects the Brownian (L'Hôpital) branch (reference epsilon, RFA-REFERENCE §4.3).
 constexpr double kBrownianMu = 1e-5;
-
-Result<gpu::Buffer> upload_floats(gpu::Context& ctx, const std::vector<float>& v, const std::string& label) {
-  auto b = ctx.allocator().allocate(std::max<size_t>(v.size(), 1) * 4, gpu::MemoryKind::device, label);
-  if (!b) return b.status();
-  if (!v.empty()) {
-    Status s = ctx.upload(*b, v.data(), v.size() * 4);
-    if (!s.ok()) return s;
-  }
-  return b;
-}
 
 float clamp_float(double x) {  // -1e30-style "no clamp" values stay finite in float
   return (float)std::clamp(x, -3.0e38, 3.0e38);
@@ -125,19 +113,19 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
 
   AttentionWeightsGpu out;
   out.params_ = p;
-  auto a = upload_floats(ctx, table, "rfa head table");
+  auto a = ctx.upload_new(table, "rfa head table");
   if (!a) return a.status();
   out.heads_ = a.take();
-  auto b = upload_floats(ctx, omega, "rfa omega");
+  auto b = ctx.upload_new(omega, "rfa omega");
   if (!b) return b.status();
   out.omega_ = b.take();
-  auto c = upload_floats(ctx, shift, "rfa shift rotation");
+  auto c = ctx.upload_new(shift, "rfa shift rotation");
   if (!c) return c.status();
   out.shift_rot_ = c.take();
-  auto d = upload_floats(ctx, gains, "rfa norm gains");
+  auto d = ctx.upload_new(gains, "rfa norm gains");
   if (!d) return d.status();
   out.gains_ = d.take();
-  auto e = upload_floats(ctx, gain_o, "rfa output norm gain");
+  auto e = ctx.upload_new(gain_o, "rfa output norm gain");
   if (!e) return e.status();
   out.gain_o_ = e.take();
   return out;

@@ -22,7 +22,6 @@ namespace rfa {
 
 using session_detail::LayerGpu;
 using session_detail::NormGpu;
-using session_detail::upload_floats;
 
 namespace {
 
@@ -32,11 +31,11 @@ Result<NormGpu> make_norm(gpu::Context& g, const NormWeights& n, const std::stri
   out.eps = (float)n.eps;
   if (n.kind == NormKind::none) return out;
   std::vector<float> w = n.weight.data;
-  auto bw = upload_floats(g, w, label + ".weight");
+  auto bw = g.upload_new(w, label + ".weight");
   if (!bw) return bw.status();
   out.weight = bw.take();
   if (n.kind == NormKind::layer_norm && !n.bias.data.empty()) {
-    auto bb = upload_floats(g, n.bias.data, label + ".bias");
+    auto bb = g.upload_new(n.bias.data, label + ".bias");
     if (!bb) return bb.status();
     out.bias = bb.take();
     out.has_bias = true;
@@ -56,11 +55,11 @@ Status Session::Impl::init() {
     return Status::Ok();
   };
   if (m.arch == Architecture::lm) {
-    auto e = upload_floats(G, m.token_embedding.data, "token_embedding.weight");
+    auto e = G.upload_new(m.token_embedding.data, "token_embedding.weight");
     if (!e) return e.status();
     token_embedding = e.take();
     if (!m.lm_head_bias.data.empty()) {
-      auto b = upload_floats(G, m.lm_head_bias.data, "lm_head.bias");
+      auto b = G.upload_new(m.lm_head_bias.data, "lm_head.bias");
       if (!b) return b.status();
       lm_bias = b.take();
       has_lm_bias = true;

@@ -34,14 +34,6 @@ struct LayerGpu {
   bool has_ffn = false;
 };
 
-// A device buffer holding `v` (at least one float, so that empty tensors still bind).
-inline Result<gpu::Buffer> upload_floats(gpu::Context& g, const std::vector<float>& v, const std::string& label) {
-  auto b = g.allocator().allocate(std::max<size_t>(v.size(), 1) * 4, gpu::MemoryKind::device, label);
-  if (!b) return b.status();
-  RFA_TRY(g.upload(*b, v.data(), v.size() * 4));
-  return b.take();
-}
-
 }  // namespace session_detail
 
 struct Session::Impl {

@@ -12,7 +12,6 @@
 namespace rfa {
 
 using session_detail::LayerGpu;
-using session_detail::upload_floats;
 
 Result<std::vector<float>> Session::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed) {
   Impl& I = *impl_;
@@ -114,7 +113,7 @@ Result<KernelCurves> Session::curves(int layer, int head, const std::vector<doub
   if (lags.empty()) return Status(Code::invalid_argument, "curves: no lags");
   const int H = I.model->n_heads, n = (int)lags.size();
   std::vector<float> lf(lags.begin(), lags.end());
-  auto lb = upload_floats(*I.g, lf, "curve lags");
+  auto lb = I.g->upload_new(lf, "curve lags");
   if (!lb) return lb.status();
   auto ob = I.g->allocator().allocate((uint64_t)H * 4 * n * 4, gpu::MemoryKind::device, "curves");
   if (!ob) return ob.status();
