@@ -54,3 +54,29 @@ TEST_CASE("the Kalman filter beats the raw measurements by far") {
   CHECK(kf < 0.1);   // models/spiral-filter/MODEL.md: 0.072 on held-out trajectories
   CHECK(kf > 0.02);
 }
+
+TEST_CASE("whole trajectories carry the state one interval ahead, regular and irregular") {
+  SpiralSimulator::Options o;
+  auto reg = SpiralSimulator(o).trajectory(60);
+  REQUIRE(reg.size() == 60);
+  for (int k = 0; k + 1 < 60; ++k) {
+    CHECK(reg[(size_t)k].t == doctest::Approx(k));
+    // regular sampling: one interval ahead is exactly the next measurement's state
+    CHECK(reg[(size_t)k].truth_ahead[0] == reg[(size_t)k + 1].truth[0]);
+    CHECK(reg[(size_t)k].truth_ahead[1] == reg[(size_t)k + 1].truth[1]);
+  }
+  o.irregular = true;
+  auto irr = SpiralSimulator(o).trajectory(300);
+  double raw = 0, kf = 0;
+  for (size_t k = 1; k < irr.size(); ++k) {
+    const double gap = irr[k].t - irr[k - 1].t;
+    CHECK(gap >= 0.2 - 1e-12);
+    CHECK(gap <= 2.0 + 1e-12);
+  }
+  for (const auto& m : irr)
+    for (int c = 0; c < 2; ++c) {
+      raw += std::pow(m.y[c] - m.truth_ahead[c], 2);
+      kf += std::pow(m.kalman_next[c] - m.truth_ahead[c], 2);
+    }
+  CHECK(kf < 0.2 * raw);  // the exact filter over irregular gaps still beats the raw measurement by far
+}

@@ -62,77 +62,95 @@ int run_self_check(Context& ctx, bool json) {
   return ok ? 0 : 5;
 }
 
-int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json, bool cpu) {
-  const Model& m = *model;
-  const int B = 16, N = 100;
-  // B fresh trajectories (seeds the model never saw), N + 1 measurements each: the target of
-  // position k is the true state at the next measurement, one nominal interval later.
+namespace {
+
+// One evaluation: B fresh trajectories of N measurements (seeds the model never saw), streamed one
+// measurement at a time with their timestamps; next-step MSE against the true state one nominal
+// interval ahead, for the raw measurement, the exact Kalman filter and the model.
+struct DemoResult {
+  double mse_raw = 0, mse_kf = 0, mse_model = 0, wall_ms = 0, gpu_ms = 0;
+};
+
+Result<DemoResult> evaluate(Context* ctx, std::shared_ptr<const Model> model, bool cpu, bool irregular, int B, int N) {
   SpiralSimulator::Options so;
+  so.irregular = irregular;
   std::vector<float> y((size_t)B * N * 2);
-  std::vector<double> target((size_t)B * N * 2);
-  double mse_raw = 0, mse_kf = 0, mse_model = 0;
+  std::vector<double> ts((size_t)B * N), target((size_t)B * N * 2);
+  DemoResult r;
   for (int b = 0; b < B; ++b) {
     so.seed = 2026 + (uint64_t)b;
-    SpiralSimulator sim(so);
-    std::vector<SpiralSimulator::Measurement> ms;
-    for (int k = 0; k <= N; ++k) ms.push_back(sim.next());
-    for (int k = 0; k < N; ++k)
+    const auto ms = SpiralSimulator(so).trajectory(N);
+    for (int k = 0; k < N; ++k) {
+      const auto& mk = ms[(size_t)k];
+      ts[(size_t)b * N + k] = mk.t;
       for (int c = 0; c < 2; ++c) {
-        const double t = ms[(size_t)k + 1].truth[(size_t)c];
-        y[((size_t)b * N + k) * 2 + c] = (float)ms[(size_t)k].y[(size_t)c];
+        const double t = mk.truth_ahead[(size_t)c];
+        y[((size_t)b * N + k) * 2 + c] = (float)mk.y[(size_t)c];
         target[((size_t)b * N + k) * 2 + c] = t;
-        mse_raw += (ms[(size_t)k].y[(size_t)c] - t) * (ms[(size_t)k].y[(size_t)c] - t);
-        mse_kf += (ms[(size_t)k].kalman_next[(size_t)c] - t) * (ms[(size_t)k].kalman_next[(size_t)c] - t);
+        r.mse_raw += (mk.y[(size_t)c] - t) * (mk.y[(size_t)c] - t);
+        r.mse_kf += (mk.kalman_next[(size_t)c] - t) * (mk.kalman_next[(size_t)c] - t);
       }
+    }
   }
-  // The model, streamed one measurement at a time (each step sees all B trajectories).
   std::vector<float> pred((size_t)B * N * 2);
-  std::string device = "cpu-reference (double)";
   auto t0 = std::chrono::steady_clock::now();
-  double gpu_ms = 0;
   if (cpu) {
     std::vector<double> in(y.begin(), y.end());
-    auto r = ref::forward(m, B, N, in.data(), nullptr, nullptr);
-    if (!r) {
-      std::fprintf(stderr, "rfa-run: %s\n", r.status().to_string().c_str());
-      return 5;
-    }
-    for (size_t i = 0; i < pred.size(); ++i) pred[i] = (float)(*r)[i];
+    auto f = ref::forward(*model, B, N, in.data(), nullptr, ts.data());
+    if (!f) return f.status();
+    for (size_t i = 0; i < pred.size(); ++i) pred[i] = (float)(*f)[i];
   } else {
-    device = ctx->device_info().name;
-    SessionOptions so;
-    so.batch = B;
-    so.max_context = N;
-    auto s = Session::create(*ctx, model, so);
-    if (!s) {
-      std::fprintf(stderr, "rfa-run: %s\n", s.status().to_string().c_str());
-      return 5;
-    }
+    SessionOptions o;
+    o.batch = B;
+    o.max_context = N;
+    auto s = Session::create(*ctx, model, o);
+    if (!s) return s.status();
     for (int k = 0; k < N; ++k) {
       std::vector<float> step((size_t)B * 2);
-      for (int b = 0; b < B; ++b)
+      std::vector<double> tk((size_t)B);
+      for (int b = 0; b < B; ++b) {
+        tk[(size_t)b] = ts[(size_t)b * N + k];
         for (int c = 0; c < 2; ++c) step[(size_t)b * 2 + c] = y[((size_t)b * N + k) * 2 + c];
-      Status st = (*s)->step_values(step);
-      if (!st.ok()) {
-        std::fprintf(stderr, "rfa-run: %s\n", st.to_string().c_str());
-        return st.code() == Code::input_error ? 4 : 5;
       }
-      gpu_ms += (*s)->last_gpu_ms();
+      RFA_TRY((*s)->step_values(step, tk));
+      r.gpu_ms += (*s)->last_gpu_ms();
       for (int b = 0; b < B; ++b)
         for (int c = 0; c < 2; ++c) pred[((size_t)b * N + k) * 2 + c] = (*s)->outputs()[(size_t)b * 2 + c];
     }
   }
-  double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  for (size_t i = 0; i < pred.size(); ++i) mse_model += (pred[i] - target[i]) * (pred[i] - target[i]);
+  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (size_t i = 0; i < pred.size(); ++i) r.mse_model += (pred[i] - target[i]) * (pred[i] - target[i]);
   const double cnt = (double)B * N * 2;
-  mse_raw /= cnt;
-  mse_kf /= cnt;
-  mse_model /= cnt;
+  r.mse_raw /= cnt;
+  r.mse_kf /= cnt;
+  r.mse_model /= cnt;
+  return r;
+}
+
+}  // namespace
+
+int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json, bool cpu) {
+  const Model& m = *model;
+  const int B = 64, N = 100;  // 64 trajectories: the MSE of a few would swing with |x0|^2
+  const std::string device = cpu ? "cpu-reference (double)" : ctx->device_info().name;
+  DemoResult res[2];
+  for (int irregular = 0; irregular < 2; ++irregular) {
+    auto r = evaluate(ctx, model, cpu, irregular != 0, B, N);
+    if (!r) {
+      std::fprintf(stderr, "rfa-run: %s\n", r.status().to_string().c_str());
+      return r.status().code() == Code::input_error ? 4 : 5;
+    }
+    res[irregular] = *r;
+  }
   auto heads = head_summaries(m);
   if (json) {
-    std::printf("{\"device\":\"%s\",\"model\":\"%s\",\"trajectories\":%d,\"steps\":%d,\"mse_raw\":%.6f,"
-                "\"mse_kalman\":%.6f,\"mse_model\":%.6f,\"wall_ms\":%.3f,\"gpu_ms\":%.3f,\"heads\":[",
-                device.c_str(), m.name.c_str(), B, N, mse_raw, mse_kf, mse_model, wall, gpu_ms);
+    std::printf("{\"device\":\"%s\",\"model\":\"%s\",\"trajectories\":%d,\"steps\":%d", device.c_str(),
+                m.name.c_str(), B, N);
+    for (int k = 0; k < 2; ++k)
+      std::printf(",\"%s\":{\"mse_raw\":%.6f,\"mse_kalman\":%.6f,\"mse_model\":%.6f,\"wall_ms\":%.3f,\"gpu_ms\":%.3f}",
+                  k ? "irregular" : "regular", res[k].mse_raw, res[k].mse_kf, res[k].mse_model, res[k].wall_ms,
+                  res[k].gpu_ms);
+    std::printf(",\"heads\":[");
     for (size_t i = 0; i < heads.size(); ++i) {
       const auto& h = heads[i];
       std::printf("%s{\"layer\":%d,\"head\":%d,\"mu\":%.6g,\"regime\":\"%s\",\"alpha\":%.6g,\"beta\":%.6g}", i ? "," : "",
@@ -154,13 +172,15 @@ int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json,
     std::printf("%-6d %-5d %10.4g %18s %10.4g %10.4g %10.4g  %s\n", h.layer, h.head, h.params.mu, band,
                 h.regime.stationary_variance, h.regime.alpha, h.regime.beta, regime_name(h.regime.regime));
   }
-  std::printf("\n%d fresh trajectories x %d noisy measurements (sigma_m = %.1f), streamed one step at a time:\n", B, N,
-              so.sigma_m);
-  std::printf("  next-step prediction MSE vs the true state\n");
-  std::printf("    raw measurements      %8.4f\n", mse_raw);
-  std::printf("    Kalman filter (exact) %8.4f\n", mse_kf);
-  std::printf("    %-21s %8.4f\n", m.name.c_str(), mse_model);
-  std::printf("  %s: %.1f ms wall, %.1f ms GPU for %d steps\n", cpu ? "cpu-reference" : "streaming", wall, gpu_ms, N);
+  std::printf("\n%d fresh trajectories x %d noisy measurements (sigma_m = %.1f), streamed one at a time\n"
+              "with their timestamps; MSE of the prediction of the true state one interval ahead:\n\n",
+              B, N, SpiralSimulator::Options{}.sigma_m);
+  std::printf("  %-28s %12s %14s\n", "", "regular", "irregular gaps");
+  std::printf("  %-28s %12.4f %14.4f\n", "raw measurement", res[0].mse_raw, res[1].mse_raw);
+  std::printf("  %-28s %12.4f %14.4f\n", "Kalman filter (exact model)", res[0].mse_kf, res[1].mse_kf);
+  std::printf("  %-28s %12.4f %14.4f\n", m.name.c_str(), res[0].mse_model, res[1].mse_model);
+  std::printf("\n  %s: %.1f ms wall (%.1f ms GPU) for %d steps of %d trajectories\n",
+              cpu ? "cpu-reference" : "streaming", res[0].wall_ms, res[0].gpu_ms, N, B);
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <random>
+#include <vector>
 
 namespace rfa {
 
@@ -27,12 +28,17 @@ class SpiralSimulator {
     double t = 0;                         // its timestamp, in nominal intervals
     std::array<double, 2> truth{};        // the true state at t
     std::array<double, 2> kalman_next{};  // the Kalman filter's prediction of the state at t + 1
+    std::array<double, 2> truth_ahead{};  // the true state at t + 1 (trajectory() only: the target
+                                          // the bundled model was trained to predict)
   };
 
   SpiralSimulator();
   explicit SpiralSimulator(const Options& o);
   void reset();  // back to the first measurement of the seed's trajectory
   Measurement next();
+  // A whole trajectory of n measurements, simulated as models/train/spiral.py does (the path first,
+  // then measurements, then the filter), with truth_ahead filled. Independent of next()'s stream.
+  std::vector<Measurement> trajectory(int n);
   const Options& options() const { return o_; }
   void set_options(const Options& o) { o_ = o; }  // applies to the following measurements
 

@@ -20,6 +20,16 @@ std::array<double, 2> apply(const Mat& a, const std::array<double, 2>& v) {
   return {a[0] * v[0] + a[1] * v[1], a[2] * v[0] + a[3] * v[1]};
 }
 
+// The Kalman measurement update with R = r I.
+void kalman_update(std::array<double, 2>& mu, Mat& P, const std::array<double, 2>& y, double r) {
+  const Mat S = {P[0] + r, P[1], P[2], P[3] + r};
+  const double det = S[0] * S[3] - S[1] * S[2];
+  const Mat K = mul(P, Mat{S[3] / det, -S[1] / det, -S[2] / det, S[0] / det});
+  const double r0 = y[0] - mu[0], r1 = y[1] - mu[1];
+  mu = {mu[0] + K[0] * r0 + K[1] * r1, mu[1] + K[2] * r0 + K[3] * r1};
+  P = mul(Mat{1 - K[0], -K[1], -K[2], 1 - K[3]}, P);
+}
+
 }  // namespace
 
 SpiralSimulator::SpiralSimulator() : SpiralSimulator(Options{}) {}
@@ -80,17 +90,55 @@ SpiralSimulator::Measurement SpiralSimulator::next() {
   m.y = {x_[0] + o_.sigma_m * n(rng_), x_[1] + o_.sigma_m * n(rng_)};
   m.t = t_;
   m.truth = x_;
-  // Kalman update with the new measurement (R = sigma_m^2 I).
-  const double r = o_.sigma_m * o_.sigma_m;
-  const Mat S = {P_[0] + r, P_[1], P_[2], P_[3] + r};
-  const double det = S[0] * S[3] - S[1] * S[2];
-  const Mat K = mul(P_, Mat{S[3] / det, -S[1] / det, -S[2] / det, S[0] / det});
-  const double r0 = m.y[0] - mu_[0], r1 = m.y[1] - mu_[1];
-  mu_ = {mu_[0] + K[0] * r0 + K[1] * r1, mu_[1] + K[2] * r0 + K[3] * r1};
-  P_ = mul(Mat{1 - K[0], -K[1], -K[2], 1 - K[3]}, P_);
+  kalman_update(mu_, P_, m.y, o_.sigma_m * o_.sigma_m);
   Mat Q;
   m.kalman_next = apply(transition(nominal, &Q), mu_);
   return m;
+}
+
+std::vector<SpiralSimulator::Measurement> SpiralSimulator::trajectory(int n) {
+  std::mt19937_64 rng(o_.seed);
+  std::normal_distribution<double> nrm(0, 1);
+  const int nominal = nominal_steps();
+  std::vector<int> gaps((size_t)std::max(n, 0), nominal);
+  if (o_.irregular)
+    for (auto& g : gaps) g = std::uniform_int_distribution<int>(std::max(1, nominal / 5), 2 * nominal)(rng);
+  if (!gaps.empty()) gaps[0] = 0;
+  std::vector<int> at((size_t)std::max(n, 0));
+  int total = 0;
+  for (int k = 0; k < n; ++k) at[(size_t)k] = total += gaps[(size_t)k];
+  // The Euler path far enough to reach one nominal interval past the last measurement.
+  std::vector<std::array<double, 2>> path((size_t)total + nominal + 1);
+  path[0] = {kX0 * nrm(rng), kX0 * nrm(rng)};
+  const double s = o_.sigma_p * std::sqrt(kH);
+  for (size_t i = 1; i < path.size(); ++i) {
+    const auto& x = path[i - 1];
+    path[i] = {x[0] + kH * (kA[0][0] * x[0] + kA[0][1] * x[1]) + s * nrm(rng),
+               x[1] + kH * (kA[1][0] * x[0] + kA[1][1] * x[1]) + s * nrm(rng)};
+  }
+  std::vector<Measurement> out((size_t)std::max(n, 0));
+  for (int k = 0; k < n; ++k) {
+    Measurement& m = out[(size_t)k];
+    m.truth = path[(size_t)at[(size_t)k]];
+    m.truth_ahead = path[(size_t)at[(size_t)k] + nominal];
+    m.t = (double)at[(size_t)k] / nominal;
+    m.y = {m.truth[0] + o_.sigma_m * nrm(rng), m.truth[1] + o_.sigma_m * nrm(rng)};
+  }
+  // The exact Kalman filter over the same gaps.
+  std::array<double, 2> mu{0, 0};
+  Mat P = {kX0 * kX0, 0, 0, kX0 * kX0}, Q;
+  const Mat F_nominal = transition(nominal, &Q);
+  for (int k = 0; k < n; ++k) {
+    Measurement& m = out[(size_t)k];
+    if (k > 0) {
+      const Mat F = transition(gaps[(size_t)k], &Q);
+      mu = apply(F, mu);
+      P = add(mul(mul(F, P), tr(F)), Q);
+    }
+    kalman_update(mu, P, m.y, o_.sigma_m * o_.sigma_m);
+    m.kalman_next = apply(F_nominal, mu);
+  }
+  return out;
 }
 
 }  // namespace rfa
