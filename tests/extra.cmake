@@ -6,6 +6,7 @@ if(TARGET rfa-viewer)
   set(viewer_env
     "XDG_RUNTIME_DIR=${CMAKE_BINARY_DIR}/xdg"
     "RFA_VALIDATION=1"
+    "VK_LAYER_ENABLES=VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT"
     "RFA_DEVICE=llvmpipe")
   # Screenshot pixels vs the CPU twin's weights; regimes table vs the model; validation silent.
   add_test(NAME viewer_headless
