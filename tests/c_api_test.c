@@ -114,6 +114,12 @@ int main(int argc, char** argv) {
   CHECK(rfa_model_info(model, &layers, &heads, &hd, &in_dim, &out_dim, &vocab) == RFA_OK);
   CHECK(layers == 1 && heads == H && hd == D && in_dim == DE && out_dim == DE && vocab == 0);
 
+  rfa_head_info hi;
+  CHECK(rfa_model_head(model, 0, 1, &hi) == RFA_OK);
+  CHECK(fabs(hi.mu - 0.1) < 1e-6);      /* mu_v = 0.05 (k + 1) with decay scaling off */
+  CHECK(hi.kappa > 1.0 && hi.tau > 0.0 && hi.regime >= 0 && hi.regime <= 2);
+  CHECK(rfa_model_head(model, 1, 0, &hi) == RFA_ERROR_INVALID_ARGUMENT);
+
   rfa_session* s = NULL;
   CHECK(rfa_session_create(ctx, model, 1, 16, &s) == RFA_OK && s);
   float x[8 * DE];
@@ -132,6 +138,10 @@ int main(int argc, char** argv) {
     CHECK(fabs(sum - 1.0) < 1e-4);        /* rows of Ahat sum to 1 */
     CHECK(r == 7 || probe[r * 8 + 7] == 0); /* causal */
   }
+  double lags[3] = {0.0, 1.0, 5.0}, dec[3], vc[3];
+  CHECK(rfa_session_curves(s, 0, 1, lags, 3, dec, vc, NULL, NULL) == RFA_OK);
+  CHECK(dec[0] > dec[1] && dec[1] > dec[2] && dec[2] > 0);  /* mu > 0: decay falls with lag */
+  CHECK(fabs(dec[1] / dec[0] - exp(-0.1)) < 1e-4);          /* E(lag) = exp(-mu (lag + s)) */
   CHECK(rfa_session_reset(s) == RFA_OK && rfa_session_position(s) == 0);
   double max_diff = 0;
   for (int i = 0; i < 8; ++i) {

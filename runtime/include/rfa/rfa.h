@@ -54,6 +54,16 @@ void rfa_model_destroy(rfa_model* model);
 rfa_status rfa_model_info(const rfa_model* model, int* layers, int* heads, int* head_dim, int* input_dim,
                           int* output_dim, int* vocab);
 
+/* One head's physical parameters and noise regime (RFA.md §5). regime: 0 diffusive,
+ * 1 integrative, 2 Brownian. stationary_variance / alpha / beta may be +-inf for Brownian heads. */
+typedef struct rfa_head_info {
+  double mu, sigma2, s2t, eta2, gamma2, nu, kappa, tau, lag_shift;
+  double omega_min, omega_max;
+  double stationary_variance, alpha, beta;
+  int regime;
+} rfa_head_info;
+rfa_status rfa_model_head(const rfa_model* model, int layer, int head, rfa_head_info* out);
+
 rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batch, int max_context,
                               rfa_session** out);
 void rfa_session_destroy(rfa_session* s);
@@ -69,6 +79,11 @@ rfa_status rfa_session_outputs(const rfa_session* s, float* out, size_t capacity
 /* Ahat (decayed = 0) or A (decayed = 1) for rows [r0, r1) x cols [c0, c1): (r1-r0)*(c1-c0) floats. */
 rfa_status rfa_session_attention(rfa_session* s, int layer, int head, int b, int r0, int r1, int c0, int c1,
                                  int decayed, float* out);
+
+/* Kernel curves of one head over n lags: decay E, covariance Vcov, precision P, bias B (each n
+ * doubles; any pointer may be NULL). */
+rfa_status rfa_session_curves(rfa_session* s, int layer, int head, const double* lags, int n, double* decay,
+                              double* vcov, double* precision, double* bias);
 
 #ifdef __cplusplus
 }

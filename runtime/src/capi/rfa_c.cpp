@@ -137,6 +137,20 @@ rfa_status rfa_model_info(const rfa_model* model, int* layers, int* heads, int* 
   return RFA_OK;
 }
 
+rfa_status rfa_model_head(const rfa_model* model, int layer, int head, rfa_head_info* out) {
+  if (!model || !out) return invalid("model or out is NULL");
+  return guarded([&] {
+    for (const rfa::HeadSummary& h : rfa::head_summaries(*model->model)) {
+      if (h.layer != layer || h.head != head) continue;
+      const rfa::HeadParams& p = h.params;
+      *out = {p.mu, p.sigma2, p.s2t, p.eta2, p.gamma2, p.nu, p.kappa, p.tau, p.lag_shift, h.omega_min, h.omega_max,
+              h.regime.stationary_variance, h.regime.alpha, h.regime.beta, (int)h.regime.regime};
+      return RFA_OK;
+    }
+    return invalid("layer or head out of range");
+  });
+}
+
 rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batch, int max_context,
                               rfa_session** out) {
   if (!ctx || !model || !out) return invalid("ctx, model or out is NULL");
@@ -203,6 +217,20 @@ rfa_status rfa_session_attention(rfa_session* s, int layer, int head, int b, int
     auto a = s->session->attention(layer, head, b, r0, r1, c0, c1, decayed != 0);
     if (!a) return to_c(a.status());
     std::copy(a->begin(), a->end(), out);
+    return RFA_OK;
+  });
+}
+
+rfa_status rfa_session_curves(rfa_session* s, int layer, int head, const double* lags, int n, double* decay,
+                              double* vcov, double* precision, double* bias) {
+  if (!s || !lags || n <= 0) return invalid("session, lags or n");
+  return guarded([&] {
+    auto c = s->session->curves(layer, head, std::vector<double>(lags, lags + n));
+    if (!c) return to_c(c.status());
+    if (decay) std::copy(c->decay.begin(), c->decay.end(), decay);
+    if (vcov) std::copy(c->vcov.begin(), c->vcov.end(), vcov);
+    if (precision) std::copy(c->precision.begin(), c->precision.end(), precision);
+    if (bias) std::copy(c->bias.begin(), c->bias.end(), bias);
     return RFA_OK;
   });
 }
