@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "model/npy.hpp"
 #include "test_support.hpp"
 
@@ -155,4 +157,20 @@ TEST_CASE("rfa-run exit codes: 2 usage, 3 model, 4 input, 5 device; nothing half
   CHECK(run("--model " + m + " --signal " + dir + "/good.npy") == 4);
   CHECK(run("--model " + m + " --tokens " + dir + "/good.npy --device no-such-gpu") == 5);
   CHECK(run("--model " + m + " --tokens " + dir + "/good.npy") == 0);
+}
+
+TEST_CASE("rfa-run --summary --json describes every head as valid JSON") {
+  std::string m = make_model("summary", "--arch signal --layers 2 --heads 4 --d-e 32");
+  std::string out = test::temp_dir("rfa-run-summary") + "/summary.json";
+  REQUIRE(std::system((bin("rfa-run") + " --model " + m + " --summary --json > " + out).c_str()) == 0);
+  std::ifstream f(out);
+  auto j = nlohmann::json::parse(f, nullptr, false);
+  REQUIRE(!j.is_discarded());
+  REQUIRE(j["heads_detail"].size() == 8);
+  for (const auto& h : j["heads_detail"]) {
+    const std::string regime = h["regime"];
+    CHECK((regime == "brownian" || regime == "integrative" || regime == "diffusive"));
+    CHECK(h["kappa"].get<double>() > 1.0);
+    if (regime == "brownian") CHECK(h["alpha"].is_null());  // infinite stationary variance
+  }
 }

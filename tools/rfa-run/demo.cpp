@@ -153,9 +153,11 @@ int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json,
     std::printf(",\"heads\":[");
     for (size_t i = 0; i < heads.size(); ++i) {
       const auto& h = heads[i];
-      std::printf("%s{\"layer\":%d,\"head\":%d,\"mu\":%.6g,\"regime\":\"%s\",\"alpha\":%.6g,\"beta\":%.6g}", i ? "," : "",
-                  h.layer, h.head, h.params.mu, regime_name(h.regime.regime),
-                  std::isfinite(h.regime.alpha) ? h.regime.alpha : -1e308, std::isfinite(h.regime.beta) ? h.regime.beta : 1e308);
+      // Brownian heads have no finite stationary variance: alpha and beta are JSON null then.
+      auto num = [](double v) { return std::isfinite(v) ? std::to_string(v) : std::string("null"); };
+      std::printf("%s{\"layer\":%d,\"head\":%d,\"mu\":%.6g,\"regime\":\"%s\",\"alpha\":%s,\"beta\":%s}", i ? "," : "",
+                  h.layer, h.head, h.params.mu, regime_name(h.regime.regime), num(h.regime.alpha).c_str(),
+                  num(h.regime.beta).c_str());
     }
     std::printf("]}\n");
     return 0;

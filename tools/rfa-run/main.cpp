@@ -198,6 +198,35 @@ Result<std::vector<std::pair<int, int>>> parse_dump_spec(const std::string& spec
   return out;
 }
 
+// Non-finite numbers (Brownian heads' stationary variance) become JSON null.
+std::string num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char b[32];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+// --summary --json: the model and every head's physical parameters and regime, one JSON object.
+void print_summary_json(const Model& m, const ModelInfo& info) {
+  std::printf("{\"model\":\"%s\",\"architecture\":\"%s\",\"layers\":%d,\"heads\":%d,\"head_dim\":%d,"
+              "\"d_e\":%d,\"heads_detail\":[",
+              json_escape(info.name).c_str(), info.architecture.c_str(), info.layers, info.heads, info.head_dim, info.d_e);
+  const auto hs = head_summaries(m);
+  for (size_t i = 0; i < hs.size(); ++i) {
+    const HeadSummary& h = hs[i];
+    const HeadParams& p = h.params;
+    std::printf("%s{\"layer\":%d,\"head\":%d,\"mu\":%s,\"omega_min\":%s,\"omega_max\":%s,\"sigma2\":%s,"
+                "\"s2t\":%s,\"eta2\":%s,\"gamma2\":%s,\"nu\":%s,\"kappa\":%s,\"tau\":%s,\"lag_shift\":%s,"
+                "\"stationary_variance\":%s,\"alpha\":%s,\"beta\":%s,\"regime\":\"%s\"}",
+                i ? "," : "", h.layer, h.head, num(p.mu).c_str(), num(h.omega_min).c_str(), num(h.omega_max).c_str(),
+                num(p.sigma2).c_str(), num(p.s2t).c_str(), num(p.eta2).c_str(), num(p.gamma2).c_str(),
+                num(p.nu).c_str(), num(p.kappa).c_str(), num(p.tau).c_str(), num(p.lag_shift).c_str(),
+                num(h.regime.stationary_variance).c_str(), num(h.regime.alpha).c_str(), num(h.regime.beta).c_str(),
+                regime_name(h.regime.regime));
+  }
+  std::printf("]}\n");
+}
+
 }  // namespace
 
 // The context outlives run() so that main can report validation messages seen during the run.
@@ -255,6 +284,7 @@ int run(int argc, char** argv) {
   const Model& m = **model;
   ModelInfo info = model_info(m);
   if (a.summary && !a.json) std::printf("%s\n", model_summary(m).c_str());
+  if (a.summary && a.json) print_summary_json(m, info);
 
   const bool no_input = a.prompt.empty() && a.tokens.empty() && a.signal.empty();
   if (no_input && a.summary) return 0;
