@@ -3,6 +3,8 @@
 // statistics the fused kernel left (MODE 0): Ahat = exp(logit - m) / l, A = Ahat E; and per-row
 // diagnostics over all keys of the row (MODE 1): entropy of Ahat, log-partition m + log l, max
 // weight, expected lag sum_j A_ij lag_ij, and the mass of A beyond 4 lag thresholds.
+// Positions are absolute; the caches are rings (slot p % capacity) and, with a window W, key j is
+// masked for query i unless i - W < j <= i.
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x = 64) in;
@@ -31,9 +33,12 @@ layout(std430, binding = 9) writeonly buffer O1 { float out1[]; };  // A [rows, 
 #include "rfa_logit.glsl"
 
 layout(push_constant) uniform Push {
-  uint b, h, r0, r1, c0, c1, capacity, heads, filled;
+  uint b, h, r0, r1, c0, c1, capacity, heads, filled, window;
   float thr0, thr1, thr2, thr3;
 } pc;
+
+uint slot_of(uint p) { return p < pc.capacity ? p : p % pc.capacity; }
+uint first_key(uint i) { return (pc.window > 0 && i + 1 > pc.window) ? i + 1 - pc.window : 0; }
 
 struct Weight {
   float ahat, a, lag, logit;
@@ -41,13 +46,14 @@ struct Weight {
 
 Weight weight(Head P, uint base, uint i, uint j, vec2 ti, float qn, float m, float l) {
   float cross = 0.0;
-  for (uint d = 0; d < D; ++d) cross += dot(Qc[(base + i) * D + d], Kc[(base + j) * D + d]);
-  const vec2 tj = ts[pc.b * pc.capacity + j];
+  const uint ic = base + slot_of(i), jc = base + slot_of(j);
+  for (uint d = 0; d < D; ++d) cross += dot(Qc[ic * D + d], Kc[jc * D + d]);
+  const vec2 tj = ts[pc.b * pc.capacity + slot_of(j)];
   float lag = (ti.x - tj.x) + (ti.y - tj.y);
   if (!CAUSAL) lag = abs(lag);
   const LagTerms t = lag_terms(P, lag);
   float logit, energy;
-  rfa_pair_logit(P, t, qn, k_norm2[base + j], cross, logit, energy);
+  rfa_pair_logit(P, t, qn, k_norm2[jc], cross, logit, energy);
   Weight w;
   w.logit = logit;
   w.ahat = l > 0.0 ? exp(logit - m) / l : 0.0;
@@ -64,11 +70,12 @@ void main() {
   if (MODE == 0) {
     if (gid >= rows * cols) return;
     const uint i = pc.r0 + gid / cols, j = pc.c0 + gid % cols;
-    const bool masked = (CAUSAL && j > i) || j >= pc.filled || i >= pc.filled;
+    const bool masked = (CAUSAL && (j > i || j < first_key(i))) || j >= pc.filled || i >= pc.filled;
     float ahat = 0.0, a = 0.0;
     if (!masked) {
-      const Weight w = weight(P, base, i, j, ts[pc.b * pc.capacity + i], q_norm2[base + i], row_max[base + i],
-                              row_sum[base + i]);
+      const uint ic = base + slot_of(i);
+      const Weight w = weight(P, base, i, j, ts[pc.b * pc.capacity + slot_of(i)], q_norm2[ic], row_max[ic],
+                              row_sum[ic]);
       ahat = w.ahat;
       a = w.a;
     }
@@ -77,15 +84,17 @@ void main() {
   } else {
     if (gid >= rows) return;
     const uint i = pc.r0 + gid;
-    const float m = row_max[base + i], l = row_sum[base + i];
+    const uint ic = base + slot_of(i);
+    const float m = row_max[ic], l = row_sum[ic];
     const float log_l = log(l);
-    const vec2 ti = ts[pc.b * pc.capacity + i];
-    const float qn = q_norm2[base + i];
+    const vec2 ti = ts[pc.b * pc.capacity + slot_of(i)];
+    const float qn = q_norm2[ic];
     const uint kend = i >= pc.filled ? 0 : (CAUSAL ? i + 1 : pc.filled);
+    const uint kbeg = CAUSAL ? first_key(i) : 0;
     float ent = 0.0, mx = 0.0, el = 0.0;
     vec4 beyond = vec4(0.0);
     const vec4 thr = vec4(pc.thr0, pc.thr1, pc.thr2, pc.thr3);
-    for (uint j = 0; j < kend; ++j) {
+    for (uint j = kbeg; j < kend; ++j) {
       const Weight w = weight(P, base, i, j, ti, qn, m, l);
       if (w.ahat > 0.0) ent -= w.ahat * (w.logit - m - log_l);
       mx = max(mx, w.ahat);

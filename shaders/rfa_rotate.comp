@@ -1,7 +1,8 @@
 #version 450
 // Complex input RMS norm and rotation into the stationary frame (RFA-REFERENCE §2, §4.4), writing
-// the new positions [pos0, pos0 + n_new) of the Q/K/V caches. One invocation per (row, head, which
-// of q/k/v). Also writes |Q~|^2, |K~|^2 (rotation-invariant) and V_norm (normalized, not rotated,
+// the new positions [pos0, pos0 + n_new) of the Q/K/V caches (ring slot p % capacity; pos0 comes
+// from a buffer so a recorded command buffer serves every step). One invocation per (row, head,
+// which of q/k/v). Also writes |Q~|^2, |K~|^2 (rotation-invariant) and V_norm (normalized, not rotated,
 // half-split like the projections) for the confidence gate.
 #extension GL_GOOGLE_include_directive : require
 #include "rfa_phase.glsl"
@@ -22,9 +23,10 @@ layout(std430, binding = 8) writeonly buffer Vb { vec2 Vc[]; };
 layout(std430, binding = 9) writeonly buffer QNb { float q_norm2[]; };
 layout(std430, binding = 10) writeonly buffer KNb { float k_norm2[]; };
 layout(std430, binding = 11) writeonly buffer VNb { float v_norm[]; };
+layout(std430, binding = 12) readonly buffer Pb { uint pos0; uint kv_len; } span;
 
 layout(push_constant) uniform Push {
-  uint batch, n_new, pos0, capacity, heads;
+  uint batch, n_new, capacity, heads;
 } pc;
 
 float proj(uint which, uint idx) {
@@ -36,7 +38,7 @@ void main() {
   if (gid >= pc.batch * pc.n_new * pc.heads * 3) return;
   const uint which = gid % 3, rest = gid / 3;
   const uint h = rest % pc.heads, r = rest / pc.heads;
-  const uint b = r / pc.n_new, p = pc.pos0 + r % pc.n_new;
+  const uint b = r / pc.n_new, p = (span.pos0 + r % pc.n_new) % pc.capacity;  // ring slot
   const uint HD = pc.heads * D, row = r * 2 * HD;
 
   vec2 z[D];

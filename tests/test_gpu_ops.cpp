@@ -29,7 +29,13 @@ LinearWeights make_linear(int in, int out, uint32_t seed, bool bias) {
 
 std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
 
-void check_linear(int rows, int in, int out, bool bias, bool relu, bool accumulate) {
+gpu::Buffer upload_to(gpu::Context& g, const std::vector<float>& data) {
+  auto b = g.upload_new(data, "test");
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  return b.take();
+}
+
+void check_linear(gpu::Context& g, int rows, int in, int out, bool bias, bool relu, bool accumulate) {
   CAPTURE(rows);
   CAPTURE(in);
   CAPTURE(out);
@@ -43,9 +49,9 @@ void check_linear(int rows, int in, int out, bool bias, bool relu, bool accumula
   if (relu) ref = ref::relu(ref);
   if (accumulate) ref = ref::add(ref, to_double(y0));
 
-  auto& g = test::gpu();
-  gpu::Buffer bx = test::upload(x), bw = test::upload(w.weight.data), by = test::upload(accumulate ? y0 : std::vector<float>(y0.size(), 0.f));
-  gpu::Buffer bb = test::upload(bias ? w.bias.data : std::vector<float>{0.f});
+  gpu::Buffer bx = upload_to(g, x), bw = upload_to(g, w.weight.data),
+              by = upload_to(g, accumulate ? y0 : std::vector<float>(y0.size(), 0.f));
+  gpu::Buffer bb = upload_to(g, bias ? w.bias.data : std::vector<float>{0.f});
   gpu::Recorder rec(g);
   REQUIRE(rec.begin().ok());
   ops::LinearOptions opt;
@@ -56,26 +62,29 @@ void check_linear(int rows, int in, int out, bool bias, bool relu, bool accumula
   s = rec.submit_and_wait();
   REQUIRE_MESSAGE(s.ok(), s.to_string());
   // fp32 accumulation over `in` terms of magnitude <= 1: error grows like sqrt(in) ulps.
-  CHECK_CLOSE_VEC(test::download(by, ref.size()), ref, 1e-5 * std::max(1, in), 1e-5);
+  std::vector<float> got(ref.size());
+  REQUIRE(g.download(by, got.data(), got.size() * 4).ok());
+  CHECK_CLOSE_VEC(got, ref, 1e-5 * std::max(1, in), 1e-5);
 }
 
 }  // namespace
 
 TEST_CASE("linear matches the CPU twin on off-tile shapes, with every kernel") {
-  // The device's own choice, then each kernel forced (the choice reads RFA_LINEAR_KERNEL per call).
+  // The device's own choice, then each kernel forced through a context's KernelOptions.
   for (const char* kernel : {"", "tiled", "gemv", "direct"}) {
     CAPTURE(std::string(kernel));
-    setenv("RFA_LINEAR_KERNEL", kernel, 1);
+    KernelOptions k;
+    k.linear = kernel;
+    gpu::Context& g = test::context(k).impl();
     for (int rows : {1, 7, 61, 113, 257})
-      for (int dim : {1, 3, 64, 100, 257}) check_linear(rows, dim, (dim * 3) % 97 + 1, true, false, false);
+      for (int dim : {1, 3, 64, 100, 257}) check_linear(g, rows, dim, (dim * 3) % 97 + 1, true, false, false);
     // few rows and many rows (each kernel has a few-row path) with every switch
     for (int rows : {1, 3, 5, 8, 70})
       for (bool bias : {false, true})
         for (bool relu : {false, true})
-          for (bool acc : {false, true}) check_linear(rows, 67, 129, bias, relu, acc);
-    check_linear(3, 257, 1000, true, false, false);
+          for (bool acc : {false, true}) check_linear(g, rows, 67, 129, bias, relu, acc);
+    check_linear(g, 3, 257, 1000, true, false, false);
   }
-  unsetenv("RFA_LINEAR_KERNEL");
 }
 
 TEST_CASE("layer norm and rms norm match the CPU twin") {

@@ -446,3 +446,157 @@ TEST_CASE("curves equal rfa_math") {
       CHECK(ops::rfa_regime(p, 5).alpha == ref::regime(p, 5).alpha);
     }
 }
+
+namespace {
+
+// A windowed stream through a ring smaller than the sequence: chunks of `chunk` new positions
+// through a ring of window + chunk - 1 slots (the fewest a chunk's banded keys fit in; each
+// chunk's timestamps written into their slots first), against the twin's banded causal mask.
+// Then probes and row diagnostics of the newest rows, which read the wrapped ring.
+void check_window(const AttentionParams& p, int B, int N, int window, int chunk, int times) {
+  CAPTURE(B);
+  CAPTURE(N);
+  CAPTURE(window);
+  CAPTURE(chunk);
+  CAPTURE(times);
+  const Inputs in = make_inputs(p, B, N, 23, times);
+  const int rows = B * N;
+  auto Q = ref::split_complex(to_double(in.q), rows, p.heads, p.dim);
+  auto K = ref::split_complex(to_double(in.k), rows, p.heads, p.dim);
+  auto V = ref::split_complex(to_double(in.v), rows, p.heads, p.dim);
+  ref::AttentionOutputs r;
+  ref::AttentionOptions opt;
+  opt.window = window;
+  opt.want_matrices = true;
+  REQUIRE(ref::attention(p, B, N, Q, K, V, in.t, &r, opt).ok());
+
+  auto& g = test::gpu();
+  const uint32_t cap = (uint32_t)(window + chunk - 1), H = (uint32_t)p.heads;
+  auto wr = ops::AttentionWeightsGpu::create(g, p);
+  REQUIRE(wr.ok());
+  auto cr = ops::AttentionCache::create(g, (uint32_t)B, H, (uint32_t)p.dim, cap, "ring", (uint32_t)window);
+  REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
+  ops::AttentionCache cache = cr.take();
+  gpu::Buffer ts = test::zeros((size_t)B * cap * 2, "timestamp ring");
+  const size_t W = 2 * (size_t)p.heads * p.dim;
+  std::vector<float> out((size_t)rows * W), lse;
+  std::vector<double> lse_want;
+  for (int i0 = 0; i0 < N; i0 += chunk) {
+    const int n = std::min(chunk, N - i0);
+    for (int b = 0; b < B; ++b)
+      for (int i = i0; i < i0 + n; ++i) {
+        float pair[2];
+        ops::split_timestamp(in.t.empty() ? (double)i : in.t[(size_t)b * N + i], &pair[0], &pair[1]);
+        REQUIRE(g.upload(ts, pair, 8, ((size_t)b * cap + (size_t)i % cap) * 8).ok());
+      }
+    std::vector<float> qc, kc, vc;
+    for (int b = 0; b < B; ++b) {
+      auto part = [&](const std::vector<float>& x, std::vector<float>& dst) {
+        dst.insert(dst.end(), x.begin() + ((size_t)b * N + i0) * W, x.begin() + ((size_t)b * N + i0 + n) * W);
+      };
+      part(in.q, qc);
+      part(in.k, kc);
+      part(in.v, vc);
+    }
+    gpu::Buffer q = test::upload(qc), k = test::upload(kc), v = test::upload(vc);
+    gpu::Buffer vn = test::zeros((size_t)B * n * W), o = test::zeros((size_t)B * n * W);
+    gpu::Recorder rec(g);
+    REQUIRE(rec.begin().ok());
+    Status s = ops::record_rfa_attention(g, rec, *wr, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
+    REQUIRE_MESSAGE(s.ok(), s.to_string());
+    REQUIRE(rec.submit_and_wait().ok());
+    const auto part = test::download(o, (size_t)B * n * W);
+    const auto mx = test::download(cache.row_max, (size_t)B * H * cap), sm = test::download(cache.row_sum, (size_t)B * H * cap);
+    for (int b = 0; b < B; ++b) {
+      std::copy(part.begin() + (size_t)b * n * W, part.begin() + (size_t)(b + 1) * n * W, out.begin() + ((size_t)b * N + i0) * W);
+      for (uint32_t h = 0; h < H; ++h)
+        for (int i = i0; i < i0 + n; ++i) {
+          const size_t slot = ((size_t)b * H + h) * cap + (size_t)i % cap;
+          lse.push_back(mx[slot] + std::log(sm[slot]));
+          lse_want.push_back(r.row_lse[((size_t)b * H + h) * N + i]);
+        }
+    }
+  }
+  CHECK_CLOSE_VEC(out, ref::pack_complex(r.est, rows, p.heads, p.dim), kTol, kTol);
+  CHECK_CLOSE_VEC(lse, lse_want, kTol * 10, kTol);
+  CHECK(cache.filled == (uint32_t)N);
+  CHECK(cache.oldest() == (uint32_t)N - std::min<uint32_t>(cap, N));
+
+  // The newest rows against every column still in the ring (masked outside the band: 0).
+  const uint32_t r0 = std::max<uint32_t>(cache.oldest(), (uint32_t)N - 3), c0 = cache.oldest();
+  const uint32_t nr = (uint32_t)N - r0, nc = (uint32_t)N - c0;
+  const uint32_t b = (uint32_t)B - 1, h = H - 1;
+  // Row diagnostics read a row's whole band: only rows whose oldest key is still in the ring.
+  const uint32_t d0 = std::max(r0, cache.oldest() > 0 ? cache.oldest() + (uint32_t)window - 1 : 0u), nd = (uint32_t)N - d0;
+  gpu::Buffer ah = test::zeros((size_t)nr * nc), aa = test::zeros((size_t)nr * nc), d = test::zeros((size_t)nd * 8);
+  const float thr[4] = {0.f, 3.f, 10.f, 40.f};
+  gpu::Recorder rec(g);
+  REQUIRE(rec.begin().ok());
+  REQUIRE(ops::record_rfa_probe(g, rec, *wr, cache, ts, b, h, r0, (uint32_t)N, c0, (uint32_t)N, ah, aa).ok());
+  REQUIRE(ops::record_rfa_row_diagnostics(g, rec, *wr, cache, ts, b, h, d0, (uint32_t)N, thr, d).ok());
+  REQUIRE(rec.submit_and_wait().ok());
+  std::vector<double> want_ahat, want_a;
+  for (uint32_t i = r0; i < (uint32_t)N; ++i)
+    for (uint32_t j = c0; j < (uint32_t)N; ++j) {
+      const size_t idx = (((size_t)b * H + h) * N + i) * N + j;
+      want_ahat.push_back(r.Ahat[idx]);
+      want_a.push_back(r.A[idx]);
+    }
+  CHECK_CLOSE_VEC(test::download(ah, (size_t)nr * nc), want_ahat, 1e-5, 1e-4);
+  CHECK_CLOSE_VEC(test::download(aa, (size_t)nr * nc), want_a, 1e-5, 1e-4);
+  ref::RowDiagnostics rd;
+  REQUIRE(ref::row_diagnostics(p, B, N, in.t, r, {0.0, 3.0, 10.0, 40.0}, &rd).ok());
+  const auto got = test::download(d, (size_t)nd * 8);
+  std::vector<float> gv;
+  std::vector<double> rv;
+  for (uint32_t i = d0; i < (uint32_t)N; ++i) {
+    const size_t row = ((size_t)b * H + h) * N + i;
+    gv.insert(gv.end(), got.begin() + (size_t)(i - d0) * 8, got.begin() + (size_t)(i - d0) * 8 + 5);
+    for (double x : {rd.entropy[row], rd.log_partition[row], rd.max_weight[row], rd.expected_lag[row],
+                     rd.mass_beyond[row * 4]})
+      rv.push_back(x);
+  }
+  CHECK_CLOSE_VEC(gv, rv, 1e-4, 1e-4);
+  // A probe of a position that has left the ring is refused, naming the positions still there;
+  // so are the diagnostics of a row whose band reaches before the ring.
+  if (cache.oldest() > 0 && window > 1) {
+    gpu::Recorder rec3(g);
+    REQUIRE(rec3.begin().ok());
+    CHECK(!ops::record_rfa_row_diagnostics(g, rec3, *wr, cache, ts, b, h, cache.oldest(), cache.oldest() + 1, thr, d).ok());
+    REQUIRE(rec3.submit_and_wait().ok());
+  }
+  if (cache.oldest() > 0) {
+    gpu::Recorder rec2(g);
+    REQUIRE(rec2.begin().ok());
+    Status s = ops::record_rfa_probe(g, rec2, *wr, cache, ts, b, h, 0, 1, 0, 1, ah, aa);
+    CHECK(!s.ok());
+    CHECK(s.message().find("still in the cache") != std::string::npos);
+    REQUIRE(rec2.submit_and_wait().ok());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sliding window: a ring smaller than the stream equals the banded causal mask") {
+  // Off-tile sizes: windows below, at and above a key tile; chunks of 1 (decode) and 13 (prefill).
+  check_window(model("M2", 3, 8), 2, 127, 5, 1, 1);
+  check_window(model("M2", 3, 8), 1, 127, 5, 13, 0);
+  check_window(model("M2.7", 3, 16), 2, 150, 40, 13, 1);
+  check_window(model("M1", 8, 32), 1, 300, 100, 1, 2);   // t ~ 1e6
+  check_window(model("M2", 1, 4), 1, 61, 1, 7, 1);        // each query sees only itself
+  check_window(model("M2", 3, 8), 1, 61, 200, 13, 1);     // a window wider than the stream: plain causal
+  // A chunk whose banded keys do not fit the ring is refused before anything runs.
+  AttentionParams p = model("M2", 3, 8);
+  auto& g = test::gpu();
+  auto w = ops::AttentionWeightsGpu::create(g, p);
+  REQUIRE(w.ok());
+  auto c = ops::AttentionCache::create(g, 1, 3, 8, 10, "ring", 8);
+  REQUIRE(c.ok());
+  gpu::Buffer ts = test::zeros(20), x = test::zeros(4 * 48);
+  gpu::Recorder rec(g);
+  REQUIRE(rec.begin().ok());
+  Status s = ops::record_rfa_attention(g, rec, *w, *c, ts, x, x, x, x, x, 20, 4);
+  CHECK(!s.ok());
+  CHECK(s.message().find("more than the cache's 10 slots") != std::string::npos);
+  REQUIRE(rec.submit_and_wait().ok());
+}

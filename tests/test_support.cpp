@@ -10,33 +10,48 @@
 namespace rfa::test {
 namespace {
 std::atomic<uint64_t> g_messages{0};
-std::unique_ptr<rfa::Context> g_ctx;
-std::once_flag g_once;
+std::mutex g_mutex;
+std::vector<std::pair<std::string, std::unique_ptr<rfa::Context>>> g_contexts;  // by kernel options
+
+std::string key_of(const KernelOptions& k) {
+  return k.linear + "|" + std::to_string(k.attention_direct_kv) + "|" + std::to_string(k.push_descriptors);
+}
 }  // namespace
 
+rfa::Context& context(const KernelOptions& kernels) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const std::string key = key_of(kernels);
+  for (auto& [k, c] : g_contexts)
+    if (k == key) return *c;
+  ContextOptions o;
+  o.validation = 1;  // tests always run under the Khronos validation layer
+  o.kernels = kernels;
+  o.on_message = [](MessageSeverity sev, const char* msg) {
+    if (sev < MessageSeverity::warning) return;
+    g_messages.fetch_add(1);
+    std::string text = std::string("Vulkan validation message: ") + msg;
+    ADD_FAIL_CHECK_AT(__FILE__, __LINE__, text);
+  };
+  auto c = rfa::Context::create(o);
+  if (!c) {
+    std::fprintf(stderr, "cannot create the test Vulkan context: %s\n", c.status().to_string().c_str());
+    std::exit(1);
+  }
+  g_contexts.emplace_back(key, c.take());
+  return *g_contexts.back().second;
+}
+
 rfa::Context& context() {
-  std::call_once(g_once, [] {
-    ContextOptions o;
-    o.validation = 1;  // tests always run under the Khronos validation layer
-    o.on_message = [](MessageSeverity sev, const char* msg) {
-      if (sev < MessageSeverity::warning) return;
-      g_messages.fetch_add(1);
-      std::string text = std::string("Vulkan validation message: ") + msg;
-      ADD_FAIL_CHECK_AT(__FILE__, __LINE__, text);
-    };
-    auto c = rfa::Context::create(o);
-    if (!c) {
-      std::fprintf(stderr, "cannot create the test Vulkan context: %s\n", c.status().to_string().c_str());
-      std::exit(1);
-    }
-    g_ctx = c.take();
-  });
-  return *g_ctx;
+  static const KernelOptions from_env = kernel_options_from_environment();
+  return context(from_env);
 }
 
 gpu::Context& gpu() { return context().impl(); }
 uint64_t validation_messages() { return g_messages.load(); }
-void shutdown() { g_ctx.reset(); }
+void shutdown() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_contexts.clear();
+}
 
 gpu::Buffer upload(const std::vector<float>& data, const char* label) {
   auto b = gpu().upload_new(data, label);

@@ -18,8 +18,12 @@ namespace rfa::test {
 
 // The process-wide test context: lavapipe (or RFA_DEVICE), validation layer on. Every validation
 // message of warning or error severity fails the running test case (and the process).
+// Kernel variants follow the RFA_* variables of kernel_options_from_environment(), so CTest can run
+// a suite again on another path (test_rfa_attention_tiled).
 rfa::Context& context();
 gpu::Context& gpu();
+// A validated context with these kernel variants forced: created on first use, kept to the end.
+rfa::Context& context(const KernelOptions& kernels);
 uint64_t validation_messages();
 // Destroys the shared context (so messages emitted during teardown are still counted).
 void shutdown();

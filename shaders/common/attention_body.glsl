@@ -6,6 +6,12 @@
 // in shared memory at the end. Keys stream through shared memory in tiles of BK; causal workgroups
 // stop at their last row's position. Per tile a thread first forms its logits (pass 1), then
 // rescales once and accumulates exp(logit - m) E V~ (pass 2). No N x N matrix exists anywhere.
+//
+// The caches are rings of `capacity` slots: absolute position p lives in slot p % capacity (without
+// a window the session's capacity covers every position, so the slot is the position). Where the
+// new positions start (pos0) and how many keys exist (kv_len) come from a small buffer, not from
+// push constants, so that one recorded command buffer serves every step of a stream. With a window
+// W, query i sees keys [i - W + 1, i] only (a banded causal mask).
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
@@ -49,6 +55,7 @@ layout(std430, binding = 2) readonly buffer Vb { vec2 Vc[]; };
 layout(std430, binding = 3) writeonly buffer Ob { float attn_out[]; };
 layout(std430, binding = 4) writeonly buffer Mb { float row_max[]; };
 layout(std430, binding = 5) writeonly buffer Lb { float row_sum[]; };
+layout(std430, binding = 6) readonly buffer Pb { uint pos0; uint kv_len; } span;
 #else
 layout(std430, binding = 0) readonly buffer Hb { float hp[]; };
 layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };      // (hi, lo) [H*D]
@@ -65,6 +72,7 @@ layout(std430, binding = 11) writeonly buffer Ob { float attn_out[]; };
 layout(std430, binding = 12) writeonly buffer Mb { float row_max[]; };
 layout(std430, binding = 13) writeonly buffer Lb { float row_sum[]; };
 layout(std430, binding = 14) writeonly buffer Eb { float row_energy[]; };
+layout(std430, binding = 15) readonly buffer Pb { uint pos0; uint kv_len; } span;  // of this call
 #include "rfa_phase.glsl"
 #include "rfa_lag_kernels.glsl"
 #include "rfa_logit.glsl"
@@ -72,12 +80,16 @@ layout(std430, binding = 14) writeonly buffer Eb { float row_energy[]; };
 
 layout(push_constant) uniform Push {
   uint n_new;     // query rows per batch row in this call
-  uint pos0;      // absolute position of the first of them
-  uint kv_len;    // keys [0, kv_len) exist in the cache
-  uint capacity;  // cache positions per (batch row, head)
+  uint capacity;  // cache slots per (batch row, head)
   uint heads;
+  uint window;    // 0: every earlier key; W: the last W keys of each query (causal only)
   float scale;    // SDPA only: logit = scale Re(conj(q) k)
 } pc;
+
+// The ring slot of absolute position p (no division while the ring has not wrapped).
+uint slot_of(uint p) { return p < pc.capacity ? p : p % pc.capacity; }
+// The first key query position i may see.
+uint first_key(uint i) { return (pc.window > 0 && i + 1 > pc.window) ? i + 1 - pc.window : 0; }
 
 shared vec2 sk[BK * D];
 shared vec2 sv[BK * D];
@@ -98,66 +110,76 @@ void main() {
   const uint q0 = gl_WorkGroupID.x * BQ;
   const uint qi = q0 + rloc;
   const bool row_live = qi < pc.n_new;
-  const uint i = pc.pos0 + qi;
+  const uint pos0 = span.pos0, kv_len = span.kv_len;
+  const uint i = pos0 + qi;
   const uint base = (b * pc.heads + h) * pc.capacity;
+  const uint icell = base + slot_of(i);
+  const uint tbase = b * pc.capacity;
   const uint last_q = min(q0 + BQ, pc.n_new) - 1;
-  const uint kv_end = CAUSAL ? min(pc.kv_len, pc.pos0 + last_q + 1) : pc.kv_len;
+  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
+  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the workgroup's first row sees the oldest key
+  const uint row_first = CAUSAL ? first_key(i) : 0;
 
   vec2 q[D], acc[D];
   for (uint d = 0; d < D; ++d) {
-    q[d] = row_live ? Qc[(base + i) * D + d] : vec2(0.0);
+    q[d] = row_live ? Qc[icell * D + d] : vec2(0.0);
     acc[d] = vec2(0.0);
   }
 #if RFA_SDPA
   for (uint d = 0; d < D; ++d) q[d] *= pc.scale;
 #else
   const Head P = load_head(h);
-  const float qn = row_live ? q_norm2[base + i] : 0.0;
-  const vec2 ti = row_live ? ts[b * pc.capacity + i] : vec2(0.0);
+  const float qn = row_live ? q_norm2[icell] : 0.0;
+  const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
   float me = NEG_INF, le = 0.0;  // energy log-sum-exp state (GATE only)
   float ee[BK], en[BK];
 #endif
   float m = NEG_INF, l = 0.0;
   float lg[BK];
 
-  for (uint j0 = 0; j0 < kv_end; j0 += BK) {
+  for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
-#define KEY(jj, d) (DIRECT_KV ? Kc[(base + j0 + (jj)) * D + (d)] : sk[(jj) * D + (d)])
-#define VAL(jj, d) (DIRECT_KV ? Vc[(base + j0 + (jj)) * D + (d)] : sv[(jj) * D + (d)])
-#define KNORM(jj) (DIRECT_KV ? k_norm2[base + j0 + (jj)] : skn[jj])
-#define KTIME(jj) (DIRECT_KV ? ts[b * pc.capacity + j0 + (jj)] : st[jj])
+    // ks: the ring slot of key j0 + jj (DIRECT_KV) — computed once per key by the loops below.
+#define KEY(ks, jj, d) (DIRECT_KV ? Kc[(base + (ks)) * D + (d)] : sk[(jj) * D + (d)])
+#define VAL(ks, jj, d) (DIRECT_KV ? Vc[(base + (ks)) * D + (d)] : sv[(jj) * D + (d)])
+#define KNORM(ks, jj) (DIRECT_KV ? k_norm2[base + (ks)] : skn[jj])
+#define KTIME(ks, jj) (DIRECT_KV ? ts[tbase + (ks)] : st[jj])
     if (!DIRECT_KV) {
       for (uint e = tid; e < nk * D; e += WG) {
-        sk[e] = Kc[(base + j0) * D + e];
-        sv[e] = Vc[(base + j0) * D + e];
+        const uint ks = slot_of(j0 + e / D);
+        sk[e] = Kc[(base + ks) * D + e % D];
+        sv[e] = Vc[(base + ks) * D + e % D];
       }
 #if !RFA_SDPA
       for (uint e = tid; e < nk; e += WG) {
-        skn[e] = k_norm2[base + j0 + e];
-        st[e] = ts[b * pc.capacity + j0 + e];
+        const uint ks = slot_of(j0 + e);
+        skn[e] = k_norm2[base + ks];
+        st[e] = ts[tbase + ks];
       }
 #endif
       barrier();
     }
     if (row_live) {
       const uint jend = CAUSAL ? (i + 1 > j0 ? min(nk, i + 1 - j0) : 0) : nk;
+      const uint jbeg = row_first > j0 ? row_first - j0 : 0;  // keys before the row's window
       float tmax = NEG_INF;
 #if !RFA_SDPA
       float emax = NEG_INF;
 #endif
       bool any = false;
-      for (uint jj = sidx; jj < jend; jj += S) {
+      for (uint jj = jbeg + sidx; jj < jend; jj += S) {
+        const uint ks = DIRECT_KV ? slot_of(j0 + jj) : 0;
         float cross = 0.0;
-        for (uint d = 0; d < D; ++d) cross += dot(q[d], KEY(jj, d));
+        for (uint d = 0; d < D; ++d) cross += dot(q[d], KEY(ks, jj, d));
 #if RFA_SDPA
         lg[jj] = cross;
 #else
-        const vec2 tj = KTIME(jj);
+        const vec2 tj = KTIME(ks, jj);
         float lag = (ti.x - tj.x) + (ti.y - tj.y);
         if (!CAUSAL) lag = abs(lag);
         const LagTerms t = lag_terms(P, lag);
         float logit, energy;
-        rfa_pair_logit(P, t, qn, KNORM(jj), cross, logit, energy);
+        rfa_pair_logit(P, t, qn, KNORM(ks, jj), cross, logit, energy);
         lg[jj] = logit;
         ee[jj] = t.E;
         en[jj] = energy;
@@ -181,7 +203,8 @@ void main() {
           le *= sce;
         }
 #endif
-        for (uint jj = sidx; jj < jend; jj += S) {
+        for (uint jj = jbeg + sidx; jj < jend; jj += S) {
+          const uint ks = DIRECT_KV ? slot_of(j0 + jj) : 0;
           const float p = exp(lg[jj] - m);
           l += p;
 #if RFA_SDPA
@@ -190,7 +213,7 @@ void main() {
           const float w = p * ee[jj];  // decayed attention A = Ahat E (RFA-REFERENCE §6)
           if (GATE) le += exp(en[jj] - me);
 #endif
-          for (uint d = 0; d < D; ++d) acc[d] += w * VAL(jj, d);
+          for (uint d = 0; d < D; ++d) acc[d] += w * VAL(ks, jj, d);
         }
       }
     }
@@ -266,12 +289,12 @@ void main() {
   }
   if (SHIFT_ROT)
     for (uint d = 0; d < D; ++d) acc[d] = rfa_cmul(acc[d], shift_rot[h * D + d]);
-  row_energy[base + i] = lse_energy;
+  row_energy[icell] = lse_energy;
 #endif
   for (uint d = 0; d < D; ++d) {
     attn_out[orow + h * D + d] = acc[d].x;
     attn_out[orow + HD + h * D + d] = acc[d].y;
   }
-  row_max[base + i] = has_keys ? m : NEG_INF;
-  row_sum[base + i] = l;
+  row_max[icell] = has_keys ? m : NEG_INF;
+  row_sum[icell] = l;
 }

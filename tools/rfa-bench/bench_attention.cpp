@@ -108,14 +108,14 @@ Measured run(gpu::Context& g, const std::string& variant, uint32_t N, uint32_t H
   gpu::Recorder rec(g);
   // The rotate pass fills the caches once (timed on its own).
   if (!rec.begin().ok()) return m;
-  if (!ops::record_rfa_rotate(g, rec, *w, *cache, *ts, *q, *k, *v, *vn, 0, N).ok()) return m;
+  if (!ops::record_rfa_rotate(g, rec, *w, *cache, *ts, *q, *k, *v, *vn, {0, N}).ok()) return m;
   if (!rec.submit_and_wait().ok()) return m;
   m.rotate_ms = rec.gpu_ms_total();
   std::vector<double> gms, wms;
   for (int r = 0; r < reps + 1; ++r) {  // the first run builds the pipeline: not counted
     if (!rec.begin().ok()) return m;
     Status s = sdpa ? ops::record_sdpa(g, rec, *cache, *out, 0, N)
-                    : ops::record_rfa_fused(g, rec, *w, *cache, *ts, *vn, *out, 0, N);
+                    : ops::record_rfa_fused(g, rec, *w, *cache, *ts, *vn, *out, {0, N});
     if (!s.ok()) {
       std::fprintf(stderr, "rfa-bench: %s\n", s.to_string().c_str());
       return m;

@@ -17,6 +17,7 @@ namespace rfa::bench {
 std::unique_ptr<Context> open_context(const std::vector<std::string>& args) {
   ContextOptions opts;
   opts.device = option(args, "--device", "");
+  opts.kernels = kernel_options_from_environment();
   auto ctx = Context::create(opts);
   if (!ctx) {
     std::fprintf(stderr, "rfa-bench: %s\n", ctx.status().to_string().c_str());

@@ -261,6 +261,7 @@ int run(int argc, char** argv) {
 
   ContextOptions copts;
   copts.device = a.device;
+  copts.kernels = kernel_options_from_environment();
   std::unique_ptr<Context>& ctx = g_ctx;
   auto need_ctx = [&]() -> int {
     if (ctx) return 0;

@@ -35,6 +35,18 @@ Result<std::vector<DeviceInfo>> list_devices();
 enum class MessageSeverity { verbose = 0, info = 1, warning = 2, error = 3 };
 using MessageCallback = std::function<void(MessageSeverity, const char* message)>;
 
+// Kernel variants forced instead of the device's own choice: for comparing kernels on one device
+// and for tests that exercise every path. Read once when the context is created; the library never
+// reads the environment for these (programs map RFA_LINEAR_KERNEL, RFA_ATTN_DIRECT_KV and
+// RFA_NO_PUSH_DESCRIPTORS onto them with kernel_options_from_environment()).
+struct KernelOptions {
+  std::string linear;            // "" (device's choice) | "tiled" | "gemv" | "direct"
+  int attention_direct_kv = -1;  // -1 device's choice; 0 shared-memory key tiles; 1 keys read from the cache
+  bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
+};
+// The overrides named by the RFA_* environment variables above (defaults where unset).
+KernelOptions kernel_options_from_environment();
+
 struct ContextOptions {
   // Device choice: "" picks discrete > integrated > virtual > cpu; else an index ("1") or a
   // case-insensitive name substring ("llvmpipe"). When empty, the RFA_DEVICE variable is used.
@@ -47,6 +59,7 @@ struct ContextOptions {
   uint64_t memory_budget = 0;
   // GPU timestamps around every dispatch when the device supports them.
   bool timestamps = true;
+  KernelOptions kernels;
 };
 
 // An app's own Vulkan objects. The runtime records into `queue` (externally synchronized through

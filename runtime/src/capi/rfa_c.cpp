@@ -85,6 +85,7 @@ rfa_status rfa_context_create(const char* device, int validation, rfa_context** 
     rfa::ContextOptions o;
     o.device = device ? device : "";
     o.validation = validation;
+    o.kernels = rfa::kernel_options_from_environment();  // the C API has no options struct: RFA_* variables
     auto c = rfa::Context::create(o);
     if (!c) return to_c(c.status());
     *out = new rfa_context{c.take()};
@@ -98,7 +99,9 @@ rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physical_devi
   *out = nullptr;
   return guarded([&] {
     rfa::AdoptedDevice a{instance, physical_device, device, queue, queue_family, {}};
-    auto c = rfa::Context::adopt(a, {});
+    rfa::ContextOptions o;
+    o.kernels = rfa::kernel_options_from_environment();
+    auto c = rfa::Context::adopt(a, o);
     if (!c) return to_c(c.status());
     *out = new rfa_context{c.take()};
     return RFA_OK;

@@ -1,4 +1,5 @@
 // The public rfa::Context: a thin face over gpu::Context.
+#include <cstdlib>
 #include <sstream>
 
 #include "gpu/context.hpp"
@@ -14,6 +15,20 @@ Result<std::vector<DeviceInfo>> list_devices_impl();
 const char* version() { return RFA_VERSION_STRING; }
 
 Result<std::vector<DeviceInfo>> list_devices() { return gpu::list_devices_impl(); }
+
+KernelOptions kernel_options_from_environment() {
+  KernelOptions k;
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  k.linear = env("RFA_LINEAR_KERNEL");
+  const std::string direct = env("RFA_ATTN_DIRECT_KV");
+  if (!direct.empty()) k.attention_direct_kv = direct == "1" ? 1 : 0;
+  const std::string no_push = env("RFA_NO_PUSH_DESCRIPTORS");
+  k.push_descriptors = no_push.empty() || no_push == "0";
+  return k;
+}
 
 Context::Context(std::unique_ptr<gpu::Context> impl) : impl_(std::move(impl)) {}
 Context::~Context() = default;

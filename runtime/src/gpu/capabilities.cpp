@@ -1,6 +1,5 @@
 #include "gpu/capabilities.hpp"
 
-#include <cstdlib>
 #include <cstring>
 
 namespace rfa::gpu {
@@ -115,11 +114,7 @@ Capabilities probe_capabilities(VkInstance, VkPhysicalDevice phys, uint32_t queu
   c.storage_16bit = f16storage.storageBuffer16BitAccess;
   c.shader_float16 = f16storage.pNext ? f16arith.shaderFloat16 : false;
   c.shader_float64 = feats.features.shaderFloat64;
-  // RFA_NO_PUSH_DESCRIPTORS=1 takes the pooled-descriptor path (GPU-assisted validation of the
-  // Khronos layer 1.3.239 tracks only pooled descriptors; it reports push descriptors "uninitialized").
-  const char* no_push = std::getenv("RFA_NO_PUSH_DESCRIPTORS");
-  c.push_descriptors = device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) &&
-                       !(no_push && *no_push && std::strcmp(no_push, "0") != 0);
+  c.push_descriptors = device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
 
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);

@@ -211,6 +211,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   ctx->phys_ = devs[(size_t)*idx];
   ctx->queue_family_ = (uint32_t)find_compute_family(ctx->phys_);
   Capabilities caps = probe_capabilities(ctx->instance_, ctx->phys_, ctx->queue_family_);
+  // Pooled descriptor sets on request: GPU-assisted validation of the Khronos layer 1.3.239 tracks
+  // only pooled descriptors (it reports push descriptors "uninitialized").
+  caps.push_descriptors = caps.push_descriptors && options.kernels.push_descriptors;
 
   std::vector<const char*> exts;
   if (caps.push_descriptors) exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
@@ -264,7 +267,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
   bool push = false;
   for (auto& e : a.enabled_extensions)
     if (e == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) push = true;
-  ctx->caps_.push_descriptors = ctx->caps_.push_descriptors && push;
+  ctx->caps_.push_descriptors = ctx->caps_.push_descriptors && push && options.kernels.push_descriptors;
   ctx->caps_.storage_16bit = false;  // unknown whether the app enabled the feature
   RFA_TRY(ctx->init_common(options));
   return ctx;
@@ -272,6 +275,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
 
 Status Context::init_common(const ContextOptions& options) {
   timestamps_ = options.timestamps;
+  kernels_ = options.kernels;
   uint64_t budget = options.memory_budget;
   if (budget == 0) budget = caps_.device_local_bytes / 10 * 9;
   allocator_ = std::make_unique<Allocator>(*this, budget);

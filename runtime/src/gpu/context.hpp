@@ -37,6 +37,8 @@ class Context {
   bool owns_device() const { return owns_; }
   bool timestamps_enabled() const { return timestamps_ && caps_.timestamps; }
   int device_index() const { return device_index_; }
+  // Kernel variants forced by the app (ContextOptions::kernels); choosers read them, never getenv.
+  const KernelOptions& kernels() const { return kernels_; }
 
   Allocator& allocator() { return *allocator_; }
   PipelineCache& pipelines() { return *pipelines_; }
@@ -75,6 +77,7 @@ class Context {
   bool owns_ = false;
   bool timestamps_ = true;
   Capabilities caps_;
+  KernelOptions kernels_;
   MessageCallback on_message_;
   std::atomic<uint64_t> validation_messages_{0};
   std::atomic<bool> lost_{false};

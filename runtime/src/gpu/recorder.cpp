@@ -191,6 +191,17 @@ void Recorder::fill(const Buffer& dst, uint32_t value) {
   vkCmdFillBuffer(cb_, dst.vk, dst.offset, dst.size, value);
 }
 
+void Recorder::update(const Buffer& dst, const void* data, VkDeviceSize bytes, VkDeviceSize dst_offset) {
+  if (!recording_ || bytes == 0) return;
+  if (bytes > 65536 || bytes % 4 || dst_offset % 4 || dst_offset + bytes > dst.size) {
+    deferred_ = Status(Code::invalid_argument, "Recorder::update of " + std::to_string(bytes) + " bytes into '" +
+                                                   dst.label + "' (at most 65536, multiples of 4, inside the buffer)");
+    return;
+  }
+  track({out(dst)});
+  vkCmdUpdateBuffer(cb_, dst.vk, dst.offset + dst_offset, bytes, data);
+}
+
 Status Recorder::submit_and_wait() {
   if (!recording_) return Status(Code::invalid_argument, "Recorder::submit_and_wait without begin()");
   // Host reads after the fence see every device write.

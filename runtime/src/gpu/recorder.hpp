@@ -52,6 +52,9 @@ class Recorder {
   void copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDeviceSize src_offset = 0,
             VkDeviceSize dst_offset = 0);
   void fill(const Buffer& dst, uint32_t value = 0);
+  // Writes `bytes` (<= 65536, a multiple of 4) of host data into dst at record time
+  // (vkCmdUpdateBuffer): ordered with the dispatches around it like any transfer write.
+  void update(const Buffer& dst, const void* data, VkDeviceSize bytes, VkDeviceSize dst_offset = 0);
   // Makes every write so far visible to the host, ends, submits, waits, reads the timestamps.
   Status submit_and_wait();
 

@@ -1,17 +1,15 @@
 #include "ops/linear.hpp"
 
-#include <cstdlib>
 #include <vector>
 
 #include "gpu/pipeline.hpp"
 
 namespace rfa::ops {
 
-LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearShape& s) {
+LinearParams choose_linear_params(const gpu::Capabilities& caps, const KernelOptions& overrides, const LinearShape& s) {
   LinearParams p;
-  // RFA_LINEAR_KERNEL=tiled|gemv|direct overrides the choice (to compare kernels on one device).
-  const char* force = std::getenv("RFA_LINEAR_KERNEL");
-  std::string f = force ? force : "";
+  // KernelOptions::linear = tiled|gemv|direct overrides the choice (to compare kernels on one device).
+  const std::string& f = overrides.linear;
   // The 16x16 tiled kernel needs 256 invocations per workgroup; the spec guarantees only 128, so a
   // device below 256 takes the 64-invocation direct kernel instead.
   const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU, small_wg = caps.max_workgroup_invocations < 256;
@@ -47,7 +45,7 @@ Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x
                                               std::to_string(s.in) + "] -> " + std::to_string(s.out));
   if (xs / 4 >= (1ull << 32) || ws / 4 >= (1ull << 32) || ys / 4 >= (1ull << 32))
     return Status(Code::unsupported, "linear: a tensor has 2^32 or more elements (32-bit indexing)");
-  LinearParams p = choose_linear_params(ctx.caps(), s);
+  LinearParams p = choose_linear_params(ctx.caps(), ctx.kernels(), s);
   // constant_id 0: RELU, 1: ACCUMULATE (the same in every linear kernel); the direct kernel adds
   // 2: rows per invocation, 3 and 4: workgroup width and height.
   gpu::SpecConstants spec;

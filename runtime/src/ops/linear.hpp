@@ -27,7 +27,7 @@ struct LinearParams {
   uint32_t groups_x = 1, groups_y = 1;
   uint32_t rows_per_invocation = 4, local_x = 8, local_y = 8;  // direct kernel only
 };
-LinearParams choose_linear_params(const gpu::Capabilities& caps, const LinearShape& s);
+LinearParams choose_linear_params(const gpu::Capabilities& caps, const KernelOptions& overrides, const LinearShape& s);
 
 // A Linear layer's weights on the device ([out, in] as PyTorch stores them, and the bias).
 struct LinearGpu {

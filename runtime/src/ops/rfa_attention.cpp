@@ -1,7 +1,6 @@
 #include "ops/rfa_attention.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -132,9 +131,12 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
 }
 
 Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,
-                                              uint32_t capacity, const char* label) {
+                                              uint32_t capacity, const char* label, uint32_t window) {
   if (batch == 0 || heads == 0 || dim == 0 || capacity == 0)
     return make_error(Code::invalid_argument, "rfa attention cache: batch, heads, dim and capacity must be >= 1");
+  if (window > capacity)
+    return make_error(Code::invalid_argument, "rfa attention cache: window " + std::to_string(window) +
+                                                  " exceeds the ring's " + std::to_string(capacity) + " slots");
   const uint64_t cells = (uint64_t)batch * heads * capacity;
   if (cells * dim * 2 >= (1ull << 32))
     return make_error(Code::unsupported, "rfa attention cache: more than 2^32 floats per tensor (32-bit indexing)");
@@ -143,6 +145,7 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
   c.heads = heads;
   c.dim = dim;
   c.capacity = capacity;
+  c.window = window;
   const std::string base = label ? label : "rfa cache";
   struct Item {
     gpu::Buffer* buf;
@@ -151,7 +154,8 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
   } items[] = {{&c.q, cells * dim * 8, " q"},         {&c.k, cells * dim * 8, " k"},
                {&c.v, cells * dim * 8, " v"},         {&c.q_norm2, cells * 4, " q_norm2"},
                {&c.k_norm2, cells * 4, " k_norm2"},   {&c.row_max, cells * 4, " row_max"},
-               {&c.row_sum, cells * 4, " row_sum"},   {&c.row_energy, cells * 4, " row_energy"}};
+               {&c.row_sum, cells * 4, " row_sum"},   {&c.row_energy, cells * 4, " row_energy"},
+               {&c.span, 16, " span"}};
   for (auto& it : items) {
     auto b = ctx.allocator().allocate(it.bytes, gpu::MemoryKind::device, base + it.name);
     if (!b) return b.status();
@@ -160,7 +164,8 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
   return c;
 }
 
-AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, uint32_t n_new, uint32_t dim) {
+AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
+                                       uint32_t dim) {
   AttentionTiling t;
   // On CPU devices (lavapipe) a workgroup barrier switches every invocation; for decode, where the
   // threads of one row merge their states through several barriers, one SIMD-wide workgroup is
@@ -192,24 +197,43 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, uint32_t 
   bk = std::clamp<int64_t>(bk, 4, 64);
   t.keys_per_tile = (uint32_t)(bk / 4 * 4);
   t.groups_x = (n_new + t.rows_per_group - 1) / t.rows_per_group;
-  // RFA_ATTN_DIRECT_KV=0/1 overrides the device's choice (tests cover both paths on any device).
-  t.direct_kv = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  if (const char* e = std::getenv("RFA_ATTN_DIRECT_KV")) t.direct_kv = std::string(e) == "1";
+  // KernelOptions::attention_direct_kv overrides the device's choice (tests cover both paths on any device).
+  t.direct_kv = overrides.attention_direct_kv < 0 ? caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU
+                                                  : overrides.attention_direct_kv == 1;
   return t;
+}
+
+Result<const gpu::Buffer*> prepare_span(gpu::Recorder& rec, AttentionCache& cache, const AttentionSpan& span,
+                                        bool causal) {
+  if (span.positions) return span.positions;
+  const uint64_t end = (uint64_t)span.pos0 + span.n_new;
+  if (end > 0xffffffffull)
+    return make_error(Code::invalid_argument, "rfa attention: positions past 2^32 - 1");
+  if (cache.window > 0 && !causal)
+    return make_error(Code::invalid_argument, "rfa attention: a window needs a causal layer");
+  // The keys this call's queries read, [first, end), must all still be in the ring.
+  const uint64_t first = cache.window > 0 && span.pos0 + 1 > cache.window ? span.pos0 + 1 - cache.window : 0;
+  if (end - first > cache.capacity)
+    return make_error(Code::invalid_argument, "rfa attention: positions [" + std::to_string(span.pos0) + ", " +
+                                                  std::to_string(end) + ") need keys [" + std::to_string(first) +
+                                                  ", " + std::to_string(end) + "), more than the cache's " +
+                                                  std::to_string(cache.capacity) + " slots");
+  const uint32_t pair[4] = {span.pos0, (uint32_t)end, 0, 0};
+  rec.update(cache.span, pair, sizeof(pair));
+  cache.filled = std::max(cache.filled, (uint32_t)end);
+  return &cache.span;
 }
 
 Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                          const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
-                         const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, uint32_t pos0, uint32_t n_new) {
+                         const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, const AttentionSpan& span) {
   const AttentionParams& p = w.params();
-  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch;
+  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch, n_new = span.n_new;
   if (cache.heads != H || cache.dim != D)
     return make_error(Code::invalid_argument, "rfa attention: cache heads/dim differ from the layer's");
   if (n_new == 0) return Status::Ok();
-  if ((uint64_t)pos0 + n_new > cache.capacity)
-    return make_error(Code::invalid_argument, "rfa attention: positions [" + std::to_string(pos0) + ", " +
-                                                  std::to_string(pos0 + n_new) + ") exceed the cache capacity " +
-                                                  std::to_string(cache.capacity));
+  auto positions = prepare_span(rec, cache, span, p.sw.causal);
+  if (!positions) return positions.status();
   const uint64_t proj = (uint64_t)B * n_new * 2 * H * D * 4;
   RFA_TRY(check_size(q_proj, proj, "q_proj"));
   RFA_TRY(check_size(k_proj, proj, "k_proj"));
@@ -219,28 +243,30 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   // constant_id 0: D, 1: IN_NORM
   gpu::SpecConstants spec;
   spec.u32(D).flag(p.sw.complex_input_norm);
-  auto pipe = ctx.pipelines().get("rfa_rotate", 12, 20, spec);
+  auto pipe = ctx.pipelines().get("rfa_rotate", 13, 16, spec);
   if (!pipe) return pipe.status();
   struct {
-    uint32_t batch, n_new, pos0, capacity, heads;
-  } push{B, n_new, pos0, cache.capacity, H};
+    uint32_t batch, n_new, capacity, heads;
+  } push{B, n_new, cache.capacity, H};
   const uint64_t threads = (uint64_t)B * n_new * H * 3;
   rec.dispatch(**pipe,
                {gpu::in(w.omega()), gpu::in(w.gains()), gpu::in(timestamps), gpu::in(q_proj), gpu::in(k_proj),
                 gpu::in(v_proj), gpu::out(cache.q), gpu::out(cache.k), gpu::out(cache.v), gpu::out(cache.q_norm2),
-                gpu::out(cache.k_norm2), gpu::out(v_norm_scratch)},
+                gpu::out(cache.k_norm2), gpu::out(v_norm_scratch), gpu::in(**positions)},
                &push, (uint32_t)((threads + 63) / 64), 1, 1, "rfa_rotate");
   return Status::Ok();
 }
 
 Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
-                        uint32_t pos0, uint32_t n_new) {
+                        const AttentionSpan& span) {
   const AttentionParams& p = w.params();
-  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch;
+  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch, n_new = span.n_new;
   if (n_new == 0) return Status::Ok();
+  auto positions = prepare_span(rec, cache, span, p.sw.causal);
+  if (!positions) return positions.status();
   RFA_TRY(check_size(out, (uint64_t)B * n_new * 2 * H * D * 4, "out"));
-  const AttentionTiling t = choose_attention_tiling(ctx.caps(), n_new, D);
+  const AttentionTiling t = choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D);
   const AttentionSwitches& sw = p.sw;
   // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL, 9: COV, 10: BIAS,
   // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM,
@@ -251,28 +277,48 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
       .flag(sw.causal).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
       .flag(sw.robust).flag(sw.full_residual).flag(sw.counter_rotate).flag(sw.shift_rotation).flag(sw.gate)
       .flag(sw.complex_output_norm).flag(t.direct_kv);
-  auto pipe = ctx.pipelines().get("rfa_attention", 15, 24, spec);
+  auto pipe = ctx.pipelines().get("rfa_attention", 16, 20, spec);
   if (!pipe) return pipe.status();
   struct {
-    uint32_t n_new, pos0, kv_len, capacity, heads;
+    uint32_t n_new, capacity, heads, window;
     float scale;
-  } push{n_new, pos0, pos0 + n_new, cache.capacity, H, 0.f};
+  } push{n_new, cache.capacity, H, cache.window, 0.f};
   rec.dispatch(**pipe,
                {gpu::in(w.head_table()), gpu::in(w.omega()), gpu::in(w.shift_rotation()), gpu::in(w.gain_o()),
                 gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k), gpu::in(cache.v), gpu::in(cache.q_norm2),
                 gpu::in(cache.k_norm2), gpu::in(v_norm_scratch), gpu::out(out), gpu::inout(cache.row_max),
-                gpu::inout(cache.row_sum), gpu::inout(cache.row_energy)},
+                gpu::inout(cache.row_sum), gpu::inout(cache.row_energy), gpu::in(**positions)},
                &push, t.groups_x, H, B, "rfa_attention");
-  cache.filled = std::max(cache.filled, pos0 + n_new);
   return Status::Ok();
 }
 
 Status record_rfa_attention(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                             const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
-                            const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, gpu::Buffer& out, uint32_t pos0,
-                            uint32_t n_new) {
-  RFA_TRY(record_rfa_rotate(ctx, rec, w, cache, timestamps, q_proj, k_proj, v_proj, v_norm_scratch, pos0, n_new));
-  return record_rfa_fused(ctx, rec, w, cache, timestamps, v_norm_scratch, out, pos0, n_new);
+                            const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
+                            const AttentionSpan& span) {
+  if (span.n_new == 0) return Status::Ok();
+  auto positions = prepare_span(rec, cache, span, w.params().sw.causal);  // recorded once for both halves
+  if (!positions) return positions.status();
+  const AttentionSpan resolved{span.pos0, span.n_new, *positions};
+  RFA_TRY(record_rfa_rotate(ctx, rec, w, cache, timestamps, q_proj, k_proj, v_proj, v_norm_scratch, resolved));
+  return record_rfa_fused(ctx, rec, w, cache, timestamps, v_norm_scratch, out, resolved);
+}
+
+Status record_timestamp_append(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& new_times,
+                               gpu::Buffer& timestamps, uint32_t batch, uint32_t capacity, const AttentionSpan& span) {
+  if (span.n_new == 0) return Status::Ok();
+  if (!span.positions) return make_error(Code::invalid_argument, "timestamp append: the span needs its positions buffer");
+  RFA_TRY(check_size(new_times, (uint64_t)batch * span.n_new * 8, "new timestamps"));
+  RFA_TRY(check_size(timestamps, (uint64_t)batch * capacity * 8, "timestamps"));
+  auto pipe = ctx.pipelines().get("ring_append", 3, 16);
+  if (!pipe) return pipe.status();
+  struct {
+    uint32_t batch, n_new, capacity, width;
+  } push{batch, span.n_new, capacity, 2};
+  const uint64_t items = (uint64_t)batch * span.n_new * 2;
+  rec.dispatch(**pipe, {gpu::in(*span.positions), gpu::in(new_times), gpu::out(timestamps)}, &push,
+               (uint32_t)((items + 63) / 64), 1, 1, "ring_append");
+  return Status::Ok();
 }
 
 }  // namespace rfa::ops

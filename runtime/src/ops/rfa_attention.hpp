@@ -31,18 +31,34 @@ class AttentionWeightsGpu {
   gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_;
 };
 
-// Per-layer caches for `capacity` positions of `batch` rows. q, k, v: [B, H, capacity, D] complex
-// as (re, im) floats, rotated into the stationary frame; q_norm2, k_norm2: |Q~|^2, |K~|^2
-// [B, H, capacity]; row_max m, row_sum l (Ahat = exp(logit - m) / l) and row_energy (log-sum-exp of
-// the gate's energy; written only when the gate is on, -inf otherwise) [B, H, capacity].
-// `filled` is the number of positions recorded so far (record_rfa_attention raises it); the
-// non-causal probes read keys [0, filled).
+// Per-layer caches: rings of `capacity` slots per (batch row, head); absolute position p lives in
+// slot p % capacity (without a window, capacity covers every position and the slot is p). q, k, v:
+// [B, H, capacity, D] complex as (re, im) floats, rotated into the stationary frame; q_norm2,
+// k_norm2: |Q~|^2, |K~|^2 [B, H, capacity]; row_max m, row_sum l (Ahat = exp(logit - m) / l) and
+// row_energy (log-sum-exp of the gate's energy; written only when the gate is on, -inf otherwise)
+// [B, H, capacity]. The timestamps ring [B, capacity] (hi, lo) belongs to the caller (a session
+// shares one among its layers). With `window` W > 0 (causal only) query i sees keys
+// [i - W + 1, i]: a banded causal mask, so a stream can outlive the ring.
+// `filled` is the number of positions recorded so far (record_rfa_attention raises it; a session
+// replaying command buffers sets it); positions [oldest(), filled) are still in the ring.
+// `span` is the {pos0, kv_len} pair the kernels read when a call gives its positions as numbers.
 struct AttentionCache {
-  uint32_t batch = 0, heads = 0, dim = 0, capacity = 0;
+  uint32_t batch = 0, heads = 0, dim = 0, capacity = 0, window = 0;
   uint32_t filled = 0;
-  gpu::Buffer q, k, v, q_norm2, k_norm2, row_max, row_sum, row_energy;
+  gpu::Buffer q, k, v, q_norm2, k_norm2, row_max, row_sum, row_energy, span;
+  uint32_t oldest() const { return filled > capacity ? filled - capacity : 0; }
   static Result<AttentionCache> create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,
-                                       uint32_t capacity, const char* label);
+                                       uint32_t capacity, const char* label, uint32_t window = 0);
+};
+
+// The positions one call adds: [pos0, pos0 + n_new) of every batch row, keys [0, pos0 + n_new).
+// Given as numbers (positions == nullptr), the op records {pos0, kv_len} into cache.span itself
+// (vkCmdUpdateBuffer) and checks them against the ring. Given as a buffer (two uint32 {pos0,
+// kv_len} the host writes before each submit, checked by the host), one recorded command buffer
+// serves every step of a stream: dispatch sizes depend on n_new and the cache only.
+struct AttentionSpan {
+  uint32_t pos0 = 0, n_new = 0;
+  const gpu::Buffer* positions = nullptr;
 };
 
 // How the fused kernel is tiled for a shape: chosen from the device and the shape, never ad hoc.
@@ -55,24 +71,43 @@ struct AttentionTiling {
   uint32_t groups_x = 1;            // ceil(n_new / BQ)
   bool direct_kv = false;           // read K/V straight from the cache (CPU devices), no tiles
 };
-AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, uint32_t n_new, uint32_t dim);
+AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
+                                       uint32_t dim);
 
-// Records rotate + fused attention for new positions [pos0, pos0 + n_new) of every batch row.
-// timestamps: [B, capacity] (hi, lo) float pairs (split_timestamp), written by the caller.
-// q/k/v_proj: [B*n_new, 2*H*D] half-split; v_norm_scratch and out: [B*n_new, 2*H*D].
-// Causal: query i sees keys [0, i]; non-causal: keys [0, pos0 + n_new).
+// Records rotate + fused attention for the new positions of `span` in every batch row.
+// timestamps: the [B, capacity] ring of (hi, lo) float pairs (split_timestamp), holding the new
+// positions' times already. q/k/v_proj: [B*n_new, 2*H*D] half-split; v_norm_scratch and out:
+// [B*n_new, 2*H*D]. Causal: query i sees keys [0, i] (the last `window` of them with a window);
+// non-causal: keys [0, pos0 + n_new).
 Status record_rfa_attention(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                             const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
-                            const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, gpu::Buffer& out, uint32_t pos0,
-                            uint32_t n_new);
+                            const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
+                            const AttentionSpan& span);
+inline Status record_rfa_attention(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
+                                   AttentionCache& cache, const gpu::Buffer& timestamps, const gpu::Buffer& q_proj,
+                                   const gpu::Buffer& k_proj, const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch,
+                                   gpu::Buffer& out, uint32_t pos0, uint32_t n_new) {
+  return record_rfa_attention(ctx, rec, w, cache, timestamps, q_proj, k_proj, v_proj, v_norm_scratch, out,
+                              AttentionSpan{pos0, n_new, nullptr});
+}
 
 // The two halves of record_rfa_attention, for tests and benchmarks.
 Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                          const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
-                         const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, uint32_t pos0, uint32_t n_new);
+                         const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, const AttentionSpan& span);
 Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
-                        uint32_t pos0, uint32_t n_new);
+                        const AttentionSpan& span);
+
+// Checks a span given as numbers against the cache (ring size, window, causality) and, for
+// positions == nullptr, records {pos0, kv_len} into cache.span. Returns the buffer the kernels read.
+Result<const gpu::Buffer*> prepare_span(gpu::Recorder& rec, AttentionCache& cache, const AttentionSpan& span,
+                                        bool causal);
+
+// Copies the new positions' (hi, lo) times [B, n_new] into their ring slots of `timestamps`
+// [B, capacity] (slot (pos0 + i) % capacity, pos0 read from span.positions at run time).
+Status record_timestamp_append(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& new_times,
+                               gpu::Buffer& timestamps, uint32_t batch, uint32_t capacity, const AttentionSpan& span);
 
 // Exact Ahat and A of rows [r0, r1) x cols [c0, c1) (absolute positions) of (b, head), from the
 // caches and row statistics: [rows, cols] floats each, masked entries 0. Positions must be < filled.

@@ -10,7 +10,7 @@ namespace rfa::ops {
 namespace {
 
 struct ProbePush {
-  uint32_t b, h, r0, r1, c0, c1, capacity, heads, filled;
+  uint32_t b, h, r0, r1, c0, c1, capacity, heads, filled, window;
   float thr[4];
 };
 
@@ -21,10 +21,10 @@ Status check_probe(const AttentionWeightsGpu& w, const AttentionCache& c, uint32
   if (b >= c.batch || head >= c.heads)
     return make_error(Code::invalid_argument, "rfa probe: batch row " + std::to_string(b) + " / head " +
                                                   std::to_string(head) + " out of range");
-  if (r0 > r1 || r1 > c.filled)
+  if (r0 > r1 || r1 > c.filled || r0 < c.oldest())
     return make_error(Code::invalid_argument, "rfa probe: rows [" + std::to_string(r0) + ", " + std::to_string(r1) +
-                                                  ") not within the " + std::to_string(c.filled) +
-                                                  " positions computed so far");
+                                                  ") not within positions [" + std::to_string(c.oldest()) + ", " +
+                                                  std::to_string(c.filled) + ") still in the cache");
   return Status::Ok();
 }
 
@@ -43,15 +43,15 @@ Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
                         const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
                         uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out) {
   RFA_TRY(check_probe(w, c, b, head, r0, r1));
-  if (c0 > c1 || c1 > c.filled)
-    return make_error(Code::invalid_argument, "rfa probe: columns beyond the positions computed so far");
+  if (c0 > c1 || c1 > c.filled || c0 < c.oldest())
+    return make_error(Code::invalid_argument, "rfa probe: columns not within the positions still in the cache");
   const uint64_t n = (uint64_t)(r1 - r0) * (c1 - c0);
   if (n == 0) return Status::Ok();
   if (ahat_out.size < n * 4 || a_out.size < n * 4)
     return make_error(Code::invalid_argument, "rfa probe: output buffers smaller than rows x cols floats");
   auto pipe = probe_pipeline(ctx, w.params(), 0);
   if (!pipe) return pipe.status();
-  ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, {0, 0, 0, 0}};
+  ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, {0, 0, 0, 0}};
   rec.dispatch(**pipe,
                {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
                 gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(ahat_out), gpu::out(a_out)},
@@ -69,7 +69,13 @@ Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const A
     return make_error(Code::invalid_argument, "rfa row diagnostics: output smaller than rows x 8 floats");
   auto pipe = probe_pipeline(ctx, w.params(), 1);
   if (!pipe) return pipe.status();
-  ProbePush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled,
+  // Row i reads keys [first_key(i), i]: they must still be in the ring.
+  const uint32_t first = c.window > 0 && r0 + 1 > c.window ? r0 + 1 - c.window : 0;
+  if (w.params().sw.causal && first < c.oldest())
+    return make_error(Code::invalid_argument, "rfa row diagnostics: row " + std::to_string(r0) +
+                                                  " reads keys no longer in the cache (oldest position " +
+                                                  std::to_string(c.oldest()) + ")");
+  ProbePush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled, c.window,
                  {thresholds[0], thresholds[1], thresholds[2], thresholds[3]}};
   // The rectangle outputs are unused in this mode; `out` is bound twice (read by nobody).
   rec.dispatch(**pipe,

@@ -158,6 +158,8 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
   RFA_TRY(check_inputs(p, B, N, Q, K, V, t));
   if (opt.key_valid && opt.key_valid->size() != (size_t)B * (size_t)N)
     return make_error(Code::invalid_argument, "reference attention: key_valid must hold B*N flags");
+  if (opt.window < 0 || (opt.window > 0 && !p.sw.causal))
+    return make_error(Code::invalid_argument, "reference attention: a window must be >= 0 and needs a causal layer");
   const int H = p.heads, D = p.dim;
   const size_t rows = (size_t)B * H * N;
   const size_t nz = (size_t)B * N * H * D;
@@ -199,6 +201,7 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
         bool any = false;
         for (int j = 0; j < N; ++j) {
           bool ok = !(p.sw.causal && j > i);
+          if (opt.window > 0 && i - j >= opt.window) ok = false;
           if (opt.key_valid && !(*opt.key_valid)[(size_t)b * N + j]) ok = false;
           valid[(size_t)j] = ok;
           if (!ok) continue;

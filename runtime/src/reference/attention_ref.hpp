@@ -38,6 +38,9 @@ struct AttentionOptions {
   // Optional key mask [B][N]: 0 masks key j for every query of that sequence (padding). Combined
   // with the causal mask. Null: every key is valid.
   const std::vector<uint8_t>* key_valid = nullptr;
+  // window > 0 (causal layers): query i sees only keys i - window < j <= i, the banded causal mask
+  // of a session with a sliding-window cache. 0: every earlier key.
+  int window = 0;
 };
 
 // The intermediate tensors, for checking the GPU kernels one at a time.

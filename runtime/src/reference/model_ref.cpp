@@ -63,7 +63,7 @@ Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, 
 }
 
 Result<std::vector<double>> forward(const Model& m, int B, int N, const double* inputs, const int64_t* ids,
-                                    const double* timestamps, ModelProbe* probe) {
+                                    const double* timestamps, ModelProbe* probe, int window) {
   if (B < 1 || N < 1) return make_error(Code::invalid_argument, "reference forward: B and N must be >= 1");
   const int rows = B * N;
   const int d_e = m.d_e;
@@ -107,6 +107,7 @@ Result<std::vector<double>> forward(const Model& m, int B, int N, const double* 
       for (const auto& c : probe->captures) want |= c.layer == l;
     AttentionOptions opt;
     opt.want_matrices = want;
+    opt.window = window;
     AttentionOutputs o;
     Result<std::vector<double>> r = attention_layer(layer, B, N, h, t, &o, opt);
     if (!r.ok()) return r;
