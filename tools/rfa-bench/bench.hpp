@@ -16,6 +16,10 @@ int bench_linear(const std::vector<std::string>& args);
 // `rfa-bench model --model DIR [--prefill N] [--decode C1,C2] [--steps K] [--json]`
 int bench_model(const std::vector<std::string>& args);
 
+// `rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]`,
+// and `--soak` (1e6 steps through a 4096 window: memory at start and end, output vs a fresh prefill)
+int bench_stream(const std::vector<std::string>& args);
+
 // The context of `--device SEL` (or the default device); null after printing why on stderr.
 std::unique_ptr<Context> open_context(const std::vector<std::string>& args);
 

@@ -80,6 +80,7 @@ int bench_model(const std::vector<std::string>& args) {
   SessionOptions so;
   so.max_context = max_ctx;
   so.last_output_only = true;
+  so.profile = has_flag(args, "--profile");
   al.reset_peak();
   auto s = Session::create(*ctx, *model, so);
   if (!s) {

@@ -50,7 +50,9 @@ int main(int argc, char** argv) {
   const char* usage =
       "usage: rfa-bench linear [--json] [--reps N] [--device SEL]\n"
       "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--device SEL]\n"
-      "       rfa-bench model --model DIR [--prefill 512] [--decode 512,4096] [--steps 8] [--json]\n";
+      "       rfa-bench model --model DIR [--prefill 512] [--decode 512,4096] [--steps 8] [--profile] [--json]\n"
+      "       rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]\n"
+      "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(usage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "linear") return rfa::bench::bench_linear(args);
   if (cmd == "model") return rfa::bench::bench_model(args);
+  if (cmd == "stream") return rfa::bench::bench_stream(args);
 #ifdef RFA_HAVE_BENCH_ATTENTION
   if (cmd == "attention") return rfa::bench::bench_attention(args);
 #endif

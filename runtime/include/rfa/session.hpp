@@ -47,6 +47,37 @@ struct SessionOptions {
   // Largest output one GPU call may produce, in bytes (0: the device's storage-buffer limit, at
   // most 256 MiB). A longer causal prefill is split into consecutive calls with the same result.
   uint64_t max_output_bytes = 0;
+  // Sliding-window KV cache. 0: off; a stream may fill max_context positions and passing it is an
+  // input error. W > 0 (causal models): every query sees its last W keys (a banded causal mask),
+  // the caches are rings of W + chunk - 1 slots (chunk = min(W, 256) positions per submission;
+  // longer prefills are split, with identical results) and a stream runs for as long as it goes,
+  // in constant memory; max_context is then ignored. window_report() bounds what the window drops.
+  int window = 0;
+  // GPU timing: false times each submission as a whole (last_gpu_ms()); true also times every
+  // kernel (last_kernel_ms()), at two timestamp writes per dispatch.
+  bool profile = false;
+};
+
+// What a session has cost since it was created (rfa-bench stream reports these per step).
+struct SessionStats {
+  uint64_t submits = 0;     // queue submissions by the session (steps, probes, uploads it made)
+  uint64_t bytes_up = 0;    // bytes the host wrote for the GPU (step inputs)
+  uint64_t bytes_down = 0;  // bytes the host read back (outputs, probes)
+  uint64_t plans_recorded = 0;  // step command buffers recorded (each replayed afterwards)
+};
+
+// How much attention a sliding window cuts off, per (layer, head), for the newest position of
+// batch row b. Exact numbers need the evicted keys, so these are the bounds the decay and the
+// precision give (docs: the math page, "sliding window").
+struct WindowTruncation {
+  int layer = 0, head = 0;
+  double edge_lag = 0;       // t_i - t_j of the newest evicted key j = i - W (0 while none evicted)
+  double decay_bound = 0;    // E(edge_lag + shift): no evicted key has a larger decay, so its
+                             // decayed weight A_ij = Ahat_ij E_ij is at most this times Ahat_ij
+  double precision_ratio = 0;  // P(edge) / P(0): how much less an evicted key can be trusted
+  double edge_mass = 0;      // measured: the decayed mass sum_j A_ij of the oldest eighth of the
+                             // window (the keys next in line to go; by lag, so keys sharing a
+                             // timestamp count together); near 0 means a benign cut
 };
 
 struct RowDiagnostics {
@@ -98,10 +129,17 @@ class Session {
   int output_dim() const;
   int position() const;  // positions filled per batch row
   int batch() const;
-  int max_context() const;
+  int max_context() const;  // ring slots per batch row with a window
+  int window() const;
+  // The oldest position still in the caches (0 without a window): probes reach [oldest, position).
+  int oldest_position() const;
   const Model& model() const;
+  SessionStats stats() const;
+  // Per (layer, head), for the newest position of batch row b (needs a window and a position).
+  Result<std::vector<WindowTruncation>> window_report(int b = 0);
 
-  // Probes over positions already computed (rows and cols are absolute positions).
+  // Probes over positions already computed (rows and cols are absolute positions, within
+  // [oldest_position(), position()); with a window, keys outside a row's band are masked).
   // Ahat (decayed = false) or A = Ahat * E (decayed = true), [rows][cols], masked entries 0.
   Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
   Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
@@ -109,7 +147,7 @@ class Session {
   Result<KernelCurves> curves(int layer, int head, const std::vector<double>& lags);
   // One pair's terms, from the cached rotated Q/K and the row statistics (a few bytes read back).
   Result<PairReadout> pair(int layer, int head, int b, int i, int j);
-  std::vector<double> timestamps(int b) const;  // of the filled positions
+  std::vector<double> timestamps(int b) const;  // of positions [oldest_position(), position())
 
   // Draws req's view of (layer, head, b) into `map` on the GPU: the computed part of the view is
   // probed (Ahat and A), colour-mapped and copied into map's image, which ends in

@@ -132,17 +132,20 @@ Capabilities probe_capabilities(VkInstance, VkPhysicalDevice phys, uint32_t queu
     if (h.device_local) c.device_local_bytes += h.size;
     c.heaps.push_back(h);
   }
-  const VkMemoryPropertyFlags unified = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT |
-                                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
-                                        VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i) {
-    if ((mem.memoryTypes[i].propertyFlags & unified) != unified) continue;
-    // A small host-visible device-local window (resizable-BAR off: 256 MiB) is not unified memory.
-    if (mem.memoryHeaps[mem.memoryTypes[i].heapIndex].size >= (uint64_t(1) << 30) ||
-        c.device_type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU || c.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU)
-      c.unified_memory = true;
-  }
+  for (uint32_t i = 0; i < mem.memoryTypeCount; ++i)
+    c.memory_types.push_back({mem.memoryTypes[i].propertyFlags, mem.memoryTypes[i].heapIndex});
+  c.unified_memory = choose_unified_memory(c);
   return c;
+}
+
+bool choose_unified_memory(const Capabilities& c) {
+  if (c.device_type != VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU && c.device_type != VK_PHYSICAL_DEVICE_TYPE_CPU)
+    return false;
+  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                     VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  for (const MemoryTypeInfo& t : c.memory_types)
+    if ((t.flags & want) == want) return true;
+  return false;
 }
 
 }  // namespace rfa::gpu

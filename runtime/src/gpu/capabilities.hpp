@@ -15,6 +15,11 @@ struct MemoryHeapInfo {
   bool device_local = false;
 };
 
+struct MemoryTypeInfo {
+  VkMemoryPropertyFlags flags = 0;
+  uint32_t heap = 0;
+};
+
 struct Capabilities {
   uint32_t api_version = 0;
   uint32_t vendor_id = 0, device_id = 0, driver_version = 0;
@@ -44,12 +49,21 @@ struct Capabilities {
   uint32_t timestamp_valid_bits = 0;
 
   std::vector<MemoryHeapInfo> heaps;
+  std::vector<MemoryTypeInfo> memory_types;
   uint64_t device_local_bytes = 0;
-  bool unified_memory = false;  // a device-local memory type is also host-visible and coherent
+  bool unified_memory = false;  // tensors live in host-mapped device memory: choose_unified_memory()
 
   std::string type_name() const;
   std::string api_string() const;  // "1.3.230"
 };
+
+// Whether tensors should live in device memory the host maps directly. Only where device memory
+// is the host's own (integrated GPUs, CPU devices) and a device-local type is host-visible and
+// coherent. A discrete GPU keeps tensors in plain device-local memory even when resizable BAR makes
+// all of it host-visible: the CPU reads that memory across PCIe, uncached (~0.4 GB/s measured on
+// an H100), so results come back through a small host-cached buffer instead. Pure: tested on
+// faked structs.
+bool choose_unified_memory(const Capabilities& c);
 
 // Fills the struct from a physical device (queries only; creates nothing).
 Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family);

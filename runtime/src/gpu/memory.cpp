@@ -57,30 +57,34 @@ Allocator::~Allocator() {
   }
 }
 
-int Allocator::find_memory_type(uint32_t type_bits, MemoryKind kind) const {
-  VkPhysicalDeviceMemoryProperties mem;
-  vkGetPhysicalDeviceMemoryProperties(ctx_.physical_device(), &mem);
+int choose_memory_type(const std::vector<MemoryTypeInfo>& types, uint32_t type_bits, MemoryKind kind, bool unified) {
+  const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  // Preference lists, best first: every entry is (required flags).
-  std::vector<VkMemoryPropertyFlags> prefs;
+  // Preference lists, best first: (required flags, forbidden flags).
+  std::vector<std::pair<VkMemoryPropertyFlags, VkMemoryPropertyFlags>> prefs;
   switch (kind) {
     case MemoryKind::device:
-      if (ctx_.caps().unified_memory) prefs.push_back(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | host);
-      prefs.push_back(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-      prefs.push_back(0);
+      if (unified) prefs.push_back({local | host, 0});
+      prefs.push_back({local, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT});
+      prefs.push_back({local, 0});
+      prefs.push_back({0, 0});
       break;
     case MemoryKind::upload:
-      prefs.push_back(host);
+      prefs.push_back({host, 0});
       break;
     case MemoryKind::readback:
-      prefs.push_back(host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
-      prefs.push_back(host);
+      prefs.push_back({host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0});
+      prefs.push_back({host, 0});
       break;
   }
-  for (VkMemoryPropertyFlags want : prefs)
-    for (uint32_t i = 0; i < mem.memoryTypeCount; ++i)
-      if ((type_bits & (1u << i)) && (mem.memoryTypes[i].propertyFlags & want) == want) return (int)i;
+  for (auto [want, avoid] : prefs)
+    for (uint32_t i = 0; i < types.size() && i < 32; ++i)
+      if ((type_bits & (1u << i)) && (types[i].flags & want) == want && (types[i].flags & avoid) == 0) return (int)i;
   return -1;
+}
+
+int Allocator::find_memory_type(uint32_t type_bits, MemoryKind kind) const {
+  return choose_memory_type(ctx_.caps().memory_types, type_bits, kind, ctx_.caps().unified_memory);
 }
 
 Result<uint32_t> Allocator::new_block(uint64_t bytes, MemoryKind kind, const std::string& what) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/capabilities.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa::gpu {
@@ -44,6 +45,12 @@ struct Buffer {
   void release();
   bool valid() const { return vk != VK_NULL_HANDLE; }
 };
+
+// The memory type for a kind of buffer among `types` (those allowed by type_bits), or -1. Pure:
+// tested on faked type lists. device: host-mapped device-local where `unified`, else device-local
+// memory the host cannot map (ReBAR's host-visible window is left to uploads that want it);
+// upload: host-visible coherent; readback: host-visible coherent and cached where offered.
+int choose_memory_type(const std::vector<MemoryTypeInfo>& types, uint32_t type_bits, MemoryKind kind, bool unified);
 
 class Allocator {
  public:

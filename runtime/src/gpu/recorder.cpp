@@ -9,35 +9,45 @@ namespace rfa::gpu {
 namespace {
 constexpr uint32_t kMaxTimedDispatches = 2048;
 constexpr uint32_t kSetsPerPool = 256;
+// Shader and transfer accesses on both sides of every barrier the recorder inserts.
+constexpr VkPipelineStageFlags kStages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+constexpr VkAccessFlags kWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+constexpr VkAccessFlags kAll = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                               VK_ACCESS_TRANSFER_WRITE_BIT;
 }  // namespace
 
-Recorder::Recorder(Context& ctx) : ctx_(ctx) {
-  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  pi.queueFamilyIndex = ctx.queue_family();
-  if (vkCreateCommandPool(ctx.device(), &pi, nullptr, &pool_) != VK_SUCCESS) {
-    deferred_ = Status(Code::device_error, "vkCreateCommandPool failed for a recorder");
-    return;
-  }
-  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  ai.commandPool = pool_;
-  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  ai.commandBufferCount = 1;
-  vkAllocateCommandBuffers(ctx.device(), &ai, &cb_);
-  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  vkCreateFence(ctx.device(), &fi, nullptr, &fence_);
-  if (ctx.timestamps_enabled()) {
-    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qi.queryCount = 2 * kMaxTimedDispatches;
-    if (vkCreateQueryPool(ctx.device(), &qi, nullptr, &queries_) == VK_SUCCESS) query_capacity_ = qi.queryCount;
-  }
-  if (ctx.caps().push_descriptors)
-    push_descriptor_fn_ = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(ctx.device(), "vkCmdPushDescriptorSetKHR");
+Recorder::Recorder(Context& ctx, GpuTiming timing) : ctx_(ctx), timing_(ctx.timestamps_enabled() ? timing : GpuTiming::none) {
+  deferred_ = [&]() -> Status {
+    VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pi.queueFamilyIndex = ctx.queue_family();
+    VK_TRY(vkCreateCommandPool(ctx.device(), &pi, nullptr, &pool_));
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VK_TRY(vkAllocateCommandBuffers(ctx.device(), &ai, &cb_));
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VK_TRY(vkCreateFence(ctx.device(), &fi, nullptr, &fence_));
+    if (timing_ != GpuTiming::none) {
+      VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = timing_ == GpuTiming::per_dispatch ? 2 * kMaxTimedDispatches + 2 : 2;
+      // Timing is optional: a device that cannot give a query pool runs untimed.
+      if (vkCreateQueryPool(ctx.device(), &qi, nullptr, &queries_) == VK_SUCCESS) query_capacity_ = qi.queryCount;
+      else timing_ = GpuTiming::none;
+    }
+    if (ctx.caps().push_descriptors)
+      push_descriptor_fn_ =
+          (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(ctx.device(), "vkCmdPushDescriptorSetKHR");
+    return Status::Ok();
+  }();
+  ctx_.note(deferred_);
 }
 
 Recorder::~Recorder() {
   VkDevice dev = ctx_.device();
+  if (in_flight_ && fence_) vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
   if (recording_ && cb_) vkEndCommandBuffer(cb_);
   for (VkDescriptorPool p : descriptor_pools_) vkDestroyDescriptorPool(dev, p, nullptr);
   if (queries_) vkDestroyQueryPool(dev, queries_, nullptr);
@@ -45,22 +55,34 @@ Recorder::~Recorder() {
   if (pool_) vkDestroyCommandPool(dev, pool_, nullptr);
 }
 
-Status Recorder::begin() {
+Status Recorder::begin(bool reusable) {
   RFA_TRY(deferred_);
   RFA_TRY(ctx_.usable());
-  if (recording_) return Status(Code::invalid_argument, "Recorder::begin called twice without submit");
+  if (recording_) return Status(Code::invalid_argument, "Recorder::begin called twice without end()");
+  RFA_TRY(wait());
   VK_TRY(vkResetCommandBuffer(cb_, 0));
-  for (VkDescriptorPool p : descriptor_pools_) vkResetDescriptorPool(ctx_.device(), p, 0);
+  for (VkDescriptorPool p : descriptor_pools_) VK_TRY(vkResetDescriptorPool(ctx_.device(), p, 0));
   current_pool_ = 0;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  bi.flags = reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VK_TRY(vkBeginCommandBuffer(cb_, &bi));
-  if (queries_) vkCmdResetQueryPool(cb_, queries_, 0, query_capacity_);
+  // Earlier submissions on the queue may still use buffers this one writes (or write what it
+  // reads): wait for all of them and make their writes visible.
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = kWrites;
+  mb.dstAccessMask = kAll;
+  vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, kStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
   queries_used_ = 0;
+  if (queries_) {
+    vkCmdResetQueryPool(cb_, queries_, 0, query_capacity_);
+    vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, 0);  // the submission's start
+    queries_used_ = 2;  // query 1 is the submission's end, written by end()
+  }
   query_labels_.clear();
   pending_.clear();
   dispatches_ = barriers_ = 0;
   recording_ = true;
+  ended_ = false;
   return Status::Ok();
 }
 
@@ -73,12 +95,9 @@ void Recorder::track(const std::vector<Binding>& bindings) {
   }
   if (hazard) {
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                       VK_ACCESS_TRANSFER_WRITE_BIT;
-    // Both stages on each side: the access masks name shader and transfer accesses alike.
-    const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    vkCmdPipelineBarrier(cb_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    mb.srcAccessMask = kWrites;
+    mb.dstAccessMask = kAll;
+    vkCmdPipelineBarrier(cb_, kStages, kStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
     pending_.clear();
     ++barriers_;
   }
@@ -90,7 +109,7 @@ void Recorder::track(const std::vector<Binding>& bindings) {
 }
 
 Status Recorder::grow_descriptor_pool() {
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 8};
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 16};
   VkDescriptorPoolCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   ci.maxSets = kSetsPerPool;
   ci.poolSizeCount = 1;
@@ -102,21 +121,22 @@ Status Recorder::grow_descriptor_pool() {
 }
 
 void Recorder::bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings) {
-  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
-  std::vector<VkWriteDescriptorSet> writes(bindings.size());
+  infos_.resize(bindings.size());
+  writes_.resize(bindings.size());
   for (size_t i = 0; i < bindings.size(); ++i) {
-    infos[i] = {bindings[i].buffer->vk, bindings[i].buffer->offset, bindings[i].buffer->size};
-    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    writes[i].dstBinding = (uint32_t)i;
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
+    infos_[i] = {bindings[i].buffer->vk, bindings[i].buffer->offset, bindings[i].buffer->size};
+    writes_[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes_[i].dstBinding = (uint32_t)i;
+    writes_[i].descriptorCount = 1;
+    writes_[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes_[i].pBufferInfo = &infos_[i];
   }
   if (p.push_descriptors && push_descriptor_fn_) {
-    push_descriptor_fn_(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, (uint32_t)writes.size(), writes.data());
+    push_descriptor_fn_(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, (uint32_t)writes_.size(), writes_.data());
     return;
   }
-  // Pooled sets: allocated from per-recorder pools that are reset when the next recording begins.
+  // Pooled sets: allocated from per-recorder pools that are reset when the next recording begins
+  // (a reusable recording keeps its sets for as long as it is replayed).
   VkDescriptorSet set = VK_NULL_HANDLE;
   for (;;) {
     if (current_pool_ == descriptor_pools_.size()) {
@@ -133,8 +153,8 @@ void Recorder::bind_descriptors(const Pipeline& p, const std::vector<Binding>& b
     if (vkAllocateDescriptorSets(ctx_.device(), &ai, &set) == VK_SUCCESS) break;
     ++current_pool_;
   }
-  for (auto& w : writes) w.dstSet = set;
-  vkUpdateDescriptorSets(ctx_.device(), (uint32_t)writes.size(), writes.data(), 0, nullptr);
+  for (auto& w : writes_) w.dstSet = set;
+  vkUpdateDescriptorSets(ctx_.device(), (uint32_t)writes_.size(), writes_.data(), 0, nullptr);
   vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
 }
 
@@ -146,7 +166,7 @@ void Recorder::dispatch(const Pipeline& p, std::initializer_list<Binding> bindin
 void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& bindings, const void* push, uint32_t gx,
                         uint32_t gy, uint32_t gz, const char* label) {
   if (!recording_) {
-    deferred_ = Status(Code::invalid_argument, "Recorder::dispatch outside begin()/submit_and_wait()");
+    deferred_ = Status(Code::invalid_argument, "Recorder::dispatch outside begin()/end()");
     return;
   }
   if (bindings.size() != p.bindings) {
@@ -166,7 +186,7 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& bindings,
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   bind_descriptors(p, bindings);
   if (p.push_bytes) vkCmdPushConstants(cb_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push);
-  bool timed = queries_ && queries_used_ + 2 <= query_capacity_;
+  const bool timed = timing_ == GpuTiming::per_dispatch && queries_used_ + 2 <= query_capacity_;
   if (timed) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, queries_used_);
   vkCmdDispatch(cb_, gx, gy, gz);
   if (timed) {
@@ -180,6 +200,11 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& bindings,
 void Recorder::copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDeviceSize src_offset,
                     VkDeviceSize dst_offset) {
   if (!recording_ || bytes == 0) return;
+  if (src_offset + bytes > src.size || dst_offset + bytes > dst.size) {
+    deferred_ = Status(Code::invalid_argument, "Recorder::copy of " + std::to_string(bytes) + " bytes from '" +
+                                                   src.label + "' to '" + dst.label + "' runs past a buffer");
+    return;
+  }
   track({in(src), out(dst)});
   VkBufferCopy c{src.offset + src_offset, dst.offset + dst_offset, bytes};
   vkCmdCopyBuffer(cb_, src.vk, dst.vk, 1, &c);
@@ -202,14 +227,14 @@ void Recorder::update(const Buffer& dst, const void* data, VkDeviceSize bytes, V
   vkCmdUpdateBuffer(cb_, dst.vk, dst.offset + dst_offset, bytes, data);
 }
 
-Status Recorder::submit_and_wait() {
-  if (!recording_) return Status(Code::invalid_argument, "Recorder::submit_and_wait without begin()");
+Status Recorder::end() {
+  if (!recording_) return Status(Code::invalid_argument, "Recorder::end without begin()");
   // Host reads after the fence see every device write.
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.srcAccessMask = kWrites;
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  vkCmdPipelineBarrier(cb_, kStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  if (queries_) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
   recording_ = false;
   VK_TRY(vkEndCommandBuffer(cb_));
   if (!deferred_.ok()) {
@@ -217,41 +242,60 @@ Status Recorder::submit_and_wait() {
     deferred_ = Status::Ok();
     return s;
   }
+  ended_ = true;
+  return Status::Ok();
+}
+
+Status Recorder::submit() {
+  if (!ended_) return Status(Code::invalid_argument, "Recorder::submit of a recording that did not end cleanly");
+  RFA_TRY(wait());
   RFA_TRY(ctx_.usable());
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &cb_;
+  VkResult r;
+  {
+    std::lock_guard<std::mutex> lock(ctx_.queue_mutex());
+    r = vkQueueSubmit(ctx_.queue(), 1, &si, fence_);
+  }
+  if (r != VK_SUCCESS) return ctx_.note(vk_status(r, "vkQueueSubmit", __FILE__, __LINE__));
+  in_flight_ = true;
+  return Status::Ok();
+}
+
+Status Recorder::wait() {
+  if (!in_flight_) return Status::Ok();
+  in_flight_ = false;
   Status s = [&]() -> Status {
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cb_;
-    {
-      std::lock_guard<std::mutex> lock(ctx_.queue_mutex());
-      VK_TRY(vkQueueSubmit(ctx_.queue(), 1, &si, fence_));
-    }
     VK_TRY(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
     VK_TRY(vkResetFences(ctx_.device(), 1, &fence_));
     return Status::Ok();
   }();
   if (!s.ok()) return ctx_.note(s);
-
-  timings_.clear();
-  if (queries_used_) {
-    std::vector<uint64_t> ts(queries_used_);
-    VK_TRY(vkGetQueryPoolResults(ctx_.device(), queries_, 0, queries_used_, ts.size() * 8, ts.data(), 8,
-                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
-    const uint32_t bits = ctx_.caps().timestamp_valid_bits;
-    const uint64_t mask = bits >= 64 ? ~0ull : ((1ull << bits) - 1);
-    for (uint32_t i = 0; i < queries_used_ / 2; ++i) {
-      uint64_t t0 = ts[2 * i] & mask, t1 = ts[2 * i + 1] & mask;
-      double ms = (double)((t1 - t0) & mask) * ctx_.caps().timestamp_period_ns * 1e-6;
-      timings_.push_back({query_labels_[i], ms});
-    }
-  }
-  return Status::Ok();
+  return read_timings();
 }
 
-double Recorder::gpu_ms_total() const {
-  double t = 0;
-  for (auto& x : timings_) t += x.ms;
-  return t;
+Status Recorder::submit_and_wait() {
+  RFA_TRY(end());
+  RFA_TRY(submit());
+  return wait();
+}
+
+Status Recorder::read_timings() {
+  timings_.clear();
+  gpu_total_ms_ = 0;
+  if (!queries_used_) return Status::Ok();
+  query_results_.resize(queries_used_);
+  uint64_t* ts = query_results_.data();
+  VK_TRY(vkGetQueryPoolResults(ctx_.device(), queries_, 0, queries_used_, queries_used_ * 8, ts, 8,
+                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+  const uint32_t bits = ctx_.caps().timestamp_valid_bits;
+  const uint64_t mask = bits >= 64 ? ~0ull : ((1ull << bits) - 1);
+  const double to_ms = ctx_.caps().timestamp_period_ns * 1e-6;
+  auto span_ms = [&](uint32_t q) { return (double)(((ts[q + 1] & mask) - (ts[q] & mask)) & mask) * to_ms; };
+  gpu_total_ms_ = span_ms(0);
+  for (uint32_t q = 2; q + 1 < queries_used_; q += 2) timings_.push_back({query_labels_[q / 2 - 1], span_ms(q)});
+  return Status::Ok();
 }
 
 }  // namespace rfa::gpu

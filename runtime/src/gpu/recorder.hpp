@@ -1,9 +1,15 @@
-// Records dispatches into a command buffer, inserting barriers from each buffer's last access,
-// submits with a fence and waits. Optional GPU timestamps around every dispatch.
+// Records dispatches into a command buffer, inserting barriers from each buffer's last access, and
+// submits it with a fence. A recording can be one-shot (submit_and_wait) or kept and submitted
+// again and again (begin(reusable) ... end(), then submit()/wait() per use): sessions record one
+// step once per shape and replay it, writing the step's inputs into host-visible buffers between
+// submits. Optional GPU timestamps: around every dispatch, or once around the whole submission.
 //
 // Hazard rule: a dispatch (or copy) that reads a buffer written since the last barrier, or writes
 // a buffer read or written since then, gets a barrier first. One global memory barrier then
 // covers every pending hazard; buffers never alias (the allocator hands out disjoint ranges).
+// Every recording starts with a barrier against all earlier work on the queue, so consecutive
+// submissions that share scratch buffers never overlap, and ends with one that makes device
+// writes visible to the host.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -35,15 +41,23 @@ struct DispatchTiming {
   double ms = 0;
 };
 
+// What the recorder times on the GPU (only where the context has timestamps enabled).
+enum class GpuTiming {
+  none,          // no queries at all
+  total,         // one pair around the whole submission: gpu_ms_total() only
+  per_dispatch,  // a pair around every dispatch: timings() per label, and the total
+};
+
 class Recorder {
  public:
-  explicit Recorder(Context& ctx);
+  explicit Recorder(Context& ctx, GpuTiming timing = GpuTiming::per_dispatch);
   ~Recorder();
   Recorder(const Recorder&) = delete;
   Recorder& operator=(const Recorder&) = delete;
 
-  // Starts a new command buffer (the previous submission must have completed).
-  Status begin();
+  // Starts a new recording (the previous submission must have completed). A reusable recording
+  // may be submitted any number of times after end().
+  Status begin(bool reusable = false);
   // Records one dispatch of `groups` workgroups. `push` holds pipeline.push_bytes bytes.
   void dispatch(const Pipeline& p, std::initializer_list<Binding> bindings, const void* push,
                 uint32_t gx, uint32_t gy = 1, uint32_t gz = 1, const char* label = nullptr);
@@ -55,15 +69,26 @@ class Recorder {
   // Writes `bytes` (<= 65536, a multiple of 4) of host data into dst at record time
   // (vkCmdUpdateBuffer): ordered with the dispatches around it like any transfer write.
   void update(const Buffer& dst, const void* data, VkDeviceSize bytes, VkDeviceSize dst_offset = 0);
-  // Makes every write so far visible to the host, ends, submits, waits, reads the timestamps.
+  // Ends the recording: makes every device write visible to the host. Reports any failure of the
+  // recording (bad arguments, exhausted pools) deferred until now.
+  Status end();
+  // Submits the ended recording; its fence signals when it completes. At most one submission of
+  // a recorder is in flight: submit() first waits for the previous one.
+  Status submit();
+  // Waits for the submission in flight (if any) and reads its timestamps.
+  Status wait();
+  bool in_flight() const { return in_flight_; }
+  // end() + submit() + wait(): the one-shot path.
   Status submit_and_wait();
 
   bool recording() const { return recording_; }
+  bool recorded() const { return ended_; }
   uint32_t dispatch_count() const { return dispatches_; }
   uint32_t barrier_count() const { return barriers_; }
-  // Per-dispatch GPU times of the last submission (empty when timestamps are off or unsupported).
+  // Per-dispatch GPU times of the last completed submission (per_dispatch timing only).
   const std::vector<DispatchTiming>& timings() const { return timings_; }
-  double gpu_ms_total() const;
+  // GPU milliseconds of the last completed submission (0 when nothing was timed).
+  double gpu_ms_total() const { return gpu_total_ms_; }
 
  private:
   struct Access {
@@ -72,8 +97,10 @@ class Recorder {
   void track(const std::vector<Binding>& bindings);
   void bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings);
   Status grow_descriptor_pool();
+  Status read_timings();
 
   Context& ctx_;
+  GpuTiming timing_;
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
@@ -84,10 +111,14 @@ class Recorder {
   size_t current_pool_ = 0;
   PFN_vkCmdPushDescriptorSetKHR push_descriptor_fn_ = nullptr;
   std::unordered_map<uint64_t, Access> pending_;
-  bool recording_ = false;
+  std::vector<VkDescriptorBufferInfo> infos_;  // scratch of bind_descriptors (no per-dispatch allocation)
+  std::vector<VkWriteDescriptorSet> writes_;
+  bool recording_ = false, ended_ = false, in_flight_ = false;
   uint32_t dispatches_ = 0, barriers_ = 0;
   std::vector<DispatchTiming> timings_;
-  Status deferred_;  // a recording-time failure reported by submit_and_wait
+  std::vector<uint64_t> query_results_;
+  double gpu_total_ms_ = 0;
+  Status deferred_;  // a recording-time failure reported by end()
 };
 
 }  // namespace rfa::gpu

@@ -3,56 +3,72 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstring>
+#include <functional>
 
 #include "ops/rfa_attention.hpp"
 #include "probe/heatmap_render.hpp"
 #include "reference/attention_ref.hpp"
+#include "reference/rfa_math.hpp"
 #include "session/session_impl.hpp"
 
 namespace rfa {
 
 using session_detail::LayerGpu;
 
+Result<std::vector<float>> Session::Impl::run_probe(uint64_t floats, const ProbeRecord& record) {
+  Impl& I = *this;
+  auto dev = I.g->allocator().allocate(std::max<uint64_t>(floats, 1) * 4, gpu::MemoryKind::device, "probe result");
+  if (!dev) return dev.status();
+  if (!I.probe_out.valid() || I.probe_out.size < floats * 4) {
+    I.probe_out.release();
+    auto rb = I.g->allocator().allocate(std::max<uint64_t>(floats, 1) * 4, gpu::MemoryKind::readback, "probe readback");
+    if (!rb) return rb.status();
+    I.probe_out = rb.take();
+  }
+  gpu::Recorder& rec = *I.probe_rec;
+  RFA_TRY(rec.begin());
+  Status s = record(rec, *dev);
+  rec.copy(*dev, I.probe_out, floats * 4);
+  Status s2 = rec.submit_and_wait();
+  RFA_TRY(s);
+  RFA_TRY(s2);
+  ++I.submits;
+  I.bytes_down += floats * 4;
+  std::vector<float> out(floats);
+  std::memcpy(out.data(), I.probe_out.mapped, floats * 4);
+  return out;
+}
+
 Result<std::vector<float>> Session::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed) {
   Impl& I = *impl_;
   RFA_TRY(I.check_probe(layer, head, b, r0, r1, c0, c1));
   const uint64_t cells = (uint64_t)(r1 - r0) * (uint64_t)(c1 - c0);
-  auto ahat = I.g->allocator().allocate(cells * 4, gpu::MemoryKind::device, "probe Ahat");
-  if (!ahat) return ahat.status();
-  auto a = I.g->allocator().allocate(cells * 4, gpu::MemoryKind::device, "probe A");
-  if (!a) return a.status();
+  auto other = I.g->allocator().allocate(cells * 4, gpu::MemoryKind::device, "probe (unused map)");
+  if (!other) return other.status();
   LayerGpu& L = I.layers[(size_t)layer];
-  gpu::Recorder rec(*I.g);
-  RFA_TRY(rec.begin());
-  Status s = ops::record_rfa_probe(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head, (uint32_t)r0,
-                                   (uint32_t)r1, (uint32_t)c0, (uint32_t)c1, *ahat, *a);
-  Status s2 = rec.submit_and_wait();
-  RFA_TRY(s);
-  RFA_TRY(s2);
-  std::vector<float> out(cells);
-  RFA_TRY(I.g->download(decayed ? *a : *ahat, out.data(), cells * 4));
-  return out;
+  return I.run_probe(cells, [&](gpu::Recorder& rec, gpu::Buffer& result) {
+    gpu::Buffer& ahat = decayed ? *other : result;
+    gpu::Buffer& a = decayed ? result : *other;
+    return ops::record_rfa_probe(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head, (uint32_t)r0,
+                                 (uint32_t)r1, (uint32_t)c0, (uint32_t)c1, ahat, a);
+  });
 }
 
 Result<std::vector<RowDiagnostics>> Session::row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                              const double thresholds[4]) {
   Impl& I = *impl_;
-  RFA_TRY(I.check_probe(layer, head, b, r0, r1, 0, std::max(1, I.filled)));
+  RFA_TRY(I.check_probe(layer, head, b, r0, r1, I.oldest(), std::max(I.oldest() + 1, I.filled)));
   const uint32_t rows = (uint32_t)(r1 - r0);
-  auto buf = I.g->allocator().allocate((uint64_t)rows * 8 * 4, gpu::MemoryKind::device, "row diagnostics");
-  if (!buf) return buf.status();
   float th[4];
   for (int i = 0; i < 4; ++i) th[i] = (float)thresholds[i];
   LayerGpu& L = I.layers[(size_t)layer];
-  gpu::Recorder rec(*I.g);
-  RFA_TRY(rec.begin());
-  Status s = ops::record_rfa_row_diagnostics(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head,
-                                             (uint32_t)r0, (uint32_t)r1, th, *buf);
-  Status s2 = rec.submit_and_wait();
-  RFA_TRY(s);
-  RFA_TRY(s2);
-  std::vector<float> raw((size_t)rows * 8);
-  RFA_TRY(I.g->download(*buf, raw.data(), raw.size() * 4));
+  auto got = I.run_probe((uint64_t)rows * 8, [&](gpu::Recorder& rec, gpu::Buffer& result) {
+    return ops::record_rfa_row_diagnostics(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head,
+                                           (uint32_t)r0, (uint32_t)r1, th, result);
+  });
+  if (!got) return got.status();
+  const std::vector<float>& raw = *got;
   std::vector<RowDiagnostics> out(rows);
   for (uint32_t r = 0; r < rows; ++r) {
     const float* p = &raw[(size_t)r * 8];
@@ -71,13 +87,19 @@ Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
   const AttentionParams& p = I.model->layer(layer).params;
   const LayerGpu& L = I.layers[(size_t)layer];
   const size_t D = (size_t)p.dim, row = ((size_t)b * p.heads + head) * (size_t)I.capacity;
-  std::vector<float> q(2 * D), k(2 * D);
-  float m = 0, l = 0;
-  RFA_TRY(I.g->download(L.cache.q, q.data(), D * 8, (row + (size_t)i) * D * 8));
-  RFA_TRY(I.g->download(L.cache.k, k.data(), D * 8, (row + (size_t)j) * D * 8));
-  RFA_TRY(I.g->download(L.cache.row_max, &m, 4, (row + (size_t)i) * 4));
-  RFA_TRY(I.g->download(L.cache.row_sum, &l, 4, (row + (size_t)i) * 4));
-  const double ti = I.host_t[(size_t)b][(size_t)i], tj = I.host_t[(size_t)b][(size_t)j];
+  const size_t si = (size_t)i % (size_t)I.capacity, sj = (size_t)j % (size_t)I.capacity;  // ring slots
+  // The few bytes of the pair, gathered by copies into one readback in one submission.
+  auto got = I.run_probe(4 * D + 2, [&](gpu::Recorder& rec, gpu::Buffer& result) {
+    rec.copy(L.cache.q, result, D * 8, (row + si) * D * 8, 0);
+    rec.copy(L.cache.k, result, D * 8, (row + sj) * D * 8, D * 8);
+    rec.copy(L.cache.row_max, result, 4, (row + si) * 4, 4 * D * 4);
+    rec.copy(L.cache.row_sum, result, 4, (row + si) * 4, (4 * D + 1) * 4);
+    return Status::Ok();
+  });
+  if (!got) return got.status();
+  const std::vector<float> q(got->begin(), got->begin() + 2 * D), k(got->begin() + 2 * D, got->begin() + 4 * D);
+  const float m = (*got)[4 * D], l = (*got)[4 * D + 1];
+  const double ti = I.host_t[(size_t)b].at(i), tj = I.host_t[(size_t)b].at(j);
   // The caches hold Q~ = Q e^{-i omega t}; the twin's pair_terms takes Q, K at their own times.
   std::vector<std::complex<double>> qv(D), kv(D);
   for (size_t d = 0; d < D; ++d) {
@@ -87,7 +109,7 @@ Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
   }
   const ref::PairTerms t = ref::pair_terms(p, head, qv.data(), kv.data(), ti, tj);
   PairReadout r;
-  r.masked = p.sw.causal && j > i;
+  r.masked = p.sw.causal && (j > i || (I.window > 0 && i - j >= I.window));
   r.lag = t.lag;
   r.dt = t.dt;
   r.decay = t.E;
@@ -115,17 +137,12 @@ Result<KernelCurves> Session::curves(int layer, int head, const std::vector<doub
   std::vector<float> lf(lags.begin(), lags.end());
   auto lb = I.g->upload_new(lf, "curve lags");
   if (!lb) return lb.status();
-  auto ob = I.g->allocator().allocate((uint64_t)H * 4 * n * 4, gpu::MemoryKind::device, "curves");
-  if (!ob) return ob.status();
   LayerGpu& L = I.layers[(size_t)layer];
-  gpu::Recorder rec(*I.g);
-  RFA_TRY(rec.begin());
-  Status s = ops::record_rfa_curves(*I.g, rec, *L.attn, *lb, (uint32_t)n, *ob);
-  Status s2 = rec.submit_and_wait();
-  RFA_TRY(s);
-  RFA_TRY(s2);
-  std::vector<float> raw((size_t)H * 4 * n);
-  RFA_TRY(I.g->download(*ob, raw.data(), raw.size() * 4));
+  auto got = I.run_probe((uint64_t)H * 4 * n, [&](gpu::Recorder& rec, gpu::Buffer& result) {
+    return ops::record_rfa_curves(*I.g, rec, *L.attn, *lb, (uint32_t)n, result);
+  });
+  if (!got) return got.status();
+  const std::vector<float>& raw = *got;
   KernelCurves c;
   c.lags = lags;
   auto col = [&](int which) {
@@ -146,9 +163,10 @@ Status Session::render_attention(Heatmap& map, const HeatmapRequest& req) {
     return Status(Code::invalid_argument, "render_attention: layer " + std::to_string(req.layer) + ", head " +
                                               std::to_string(req.head) + ", batch row " + std::to_string(req.b) +
                                               " out of range");
-  // The probed rectangle: the view clipped to the computed positions.
-  const int pr0 = std::min(req.r0, I.filled), pr1 = std::min(req.r1, I.filled);
-  const int pc0 = std::min(req.c0, I.filled), pc1 = std::min(req.c1, I.filled);
+  // The probed rectangle: the view clipped to the positions still in the cache.
+  const int lo = I.oldest();
+  const int pr0 = std::clamp(req.r0, lo, I.filled), pr1 = std::clamp(req.r1, lo, I.filled);
+  const int pc0 = std::clamp(req.c0, lo, I.filled), pc1 = std::clamp(req.c1, lo, I.filled);
   LayerGpu& L = I.layers[(size_t)req.layer];
   const bool causal = L.attn->params().sw.causal;
   return probe::render_heatmap(*I.g, map, req, causal, pr0, pr1, pc0, pc1,
@@ -157,6 +175,47 @@ Status Session::render_attention(Heatmap& map, const HeatmapRequest& req) {
                                                               (uint32_t)req.b, (uint32_t)req.head, (uint32_t)pr0,
                                                               (uint32_t)pr1, (uint32_t)pc0, (uint32_t)pc1, ahat, a);
                                });
+}
+
+}  // namespace rfa
+
+namespace rfa {
+
+Result<std::vector<WindowTruncation>> Session::window_report(int b) {
+  Impl& I = *impl_;
+  if (I.window == 0) return Status(Code::invalid_argument, "window_report: this session has no window");
+  if (b < 0 || b >= I.batch) return Status(Code::invalid_argument, "window_report: batch row " + std::to_string(b) + " out of range");
+  if (I.filled == 0) return Status(Code::invalid_argument, "window_report: no position yet");
+  const int i = I.filled - 1, W = I.window;
+  const auto& T = I.host_t[(size_t)b];
+  const bool evicted = i - W >= 0;
+  const double edge = evicted ? T.at(i) - T.at(i - W) : 0.0;
+  // The oldest eighth of the window: keys j <= k8 = i - W + W/8. The diagnostics count lags above
+  // a threshold, so it sits halfway between the lags of keys k8 and k8 + 1 (keys with equal
+  // timestamps cannot be told apart by lag: they count together).
+  const int k8 = i - W + std::max(1, W / 8);
+  const double thr = k8 >= 0 ? 0.5 * ((T.at(i) - T.at(k8)) + (T.at(i) - T.at(std::min(k8 + 1, i)))) : INFINITY;
+  std::vector<WindowTruncation> out;
+  for (int l = 0; l < (int)I.layers.size(); ++l) {
+    const AttentionParams& p = I.model->layer(l).params;
+    for (int h = 0; h < p.heads; ++h) {
+      WindowTruncation w;
+      w.layer = l;
+      w.head = h;
+      w.edge_lag = edge;
+      const ref::Curves c = ref::curves(p, h, {0.0, edge});
+      w.decay_bound = evicted ? c.E[1] : 0.0;
+      w.precision_ratio = evicted && c.P[0] > 0 ? c.P[1] / c.P[0] : 0.0;
+      if (std::isfinite(thr)) {
+        const double thresholds[4] = {thr, thr, thr, thr};
+        auto d = row_diagnostics(l, h, b, i, i + 1, thresholds);
+        if (!d) return d.status();
+        w.edge_mass = (*d)[0].mass_beyond[0];
+      }
+      out.push_back(w);
+    }
+  }
+  return out;
 }
 
 }  // namespace rfa

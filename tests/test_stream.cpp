@@ -1,0 +1,267 @@
+// Streaming sessions: the sliding-window KV cache (rings smaller than the stream) against the
+// twin's banded causal mask, a fresh prefill of only the positions a windowed output can see,
+// timestamps around 1e7, the window report, and the step plans (one recording replayed, one
+// submission per step).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "model/model.hpp"
+#include "model_factory.hpp"
+#include "reference/model_ref.hpp"
+#include "rfa/session.hpp"
+#include "test_support.hpp"
+
+using namespace rfa;
+
+namespace {
+
+std::shared_ptr<const Model> model(Architecture arch, uint32_t seed, int blocks = 2) {
+  test::ModelSpec s;
+  s.d_e = 24;
+  s.heads = 3;
+  s.head_dim = 4;
+  s.hidden = 40;
+  s.vocab = 37;
+  s.d_in = 5;
+  return std::make_shared<Model>(test::make_model(arch, seed, blocks, NormKind::layer_norm, s));
+}
+
+struct Stream {
+  int B = 1, N = 1, d = 0;
+  std::vector<int64_t> ids;
+  std::vector<float> values;
+  std::vector<double> t;
+};
+
+Stream make_stream(const Model& m, int B, int N, uint32_t seed, double t0 = 0.0) {
+  Stream s;
+  s.B = B;
+  s.N = N;
+  s.d = m.arch == Architecture::lm ? 0 : (m.arch == Architecture::signal ? m.d_in : m.d_e);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> gap(0.2, 2.0);
+  std::normal_distribution<float> g(0.f, 1.f);
+  for (int i = 0; i < B * N; ++i) {
+    if (m.arch == Architecture::lm) s.ids.push_back(std::uniform_int_distribution<int>(0, m.vocab - 1)(rng));
+    for (int k = 0; k < s.d; ++k) s.values.push_back(g(rng));
+  }
+  for (int b = 0; b < B; ++b) {
+    double x = t0 + 3.0 * b;
+    for (int i = 0; i < N; ++i) s.t.push_back(x += (i % 5 == 2 ? 0.0 : gap(rng)));
+  }
+  return s;
+}
+
+// Positions [p0, p0 + n) of every row of `s` into the session.
+Status feed(Session& S, const Stream& s, int p0, int n) {
+  std::vector<double> ts;
+  std::vector<int64_t> ids;
+  std::vector<float> vals;
+  for (int b = 0; b < s.B; ++b)
+    for (int i = p0; i < p0 + n; ++i) {
+      ts.push_back(s.t[(size_t)b * s.N + i]);
+      if (!s.ids.empty()) ids.push_back(s.ids[(size_t)b * s.N + i]);
+      for (int k = 0; k < s.d; ++k) vals.push_back(s.values[((size_t)b * s.N + i) * s.d + k]);
+    }
+  return s.ids.empty() ? S.prefill_values(vals, n, ts) : S.prefill_tokens(ids, n, ts);
+}
+
+std::vector<double> twin(const Model& m, const Stream& s, int window, ref::ModelProbe* probe = nullptr) {
+  std::vector<double> v(s.values.begin(), s.values.end());
+  auto r = ref::forward(m, s.B, s.N, v.empty() ? nullptr : v.data(), s.ids.empty() ? nullptr : s.ids.data(), s.t.data(),
+                        probe, window);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  return r.take();
+}
+
+// Streams `s` in pieces of `chunks` (cycled) through a session with this window; [B][N][out].
+std::vector<float> run_windowed(std::shared_ptr<const Model> m, const Stream& s, int window, std::vector<int> chunks,
+                                std::unique_ptr<Session>* keep = nullptr) {
+  SessionOptions o;
+  o.batch = s.B;
+  o.window = window;
+  o.max_context = 3;  // ignored with a window: the stream is longer than this
+  auto S = Session::create(test::context(), m, o);
+  REQUIRE_MESSAGE(S.ok(), S.status().to_string());
+  const int V = (*S)->output_dim();
+  std::vector<std::vector<float>> rows((size_t)s.B);
+  for (int p = 0, k = 0; p < s.N; ++k) {
+    const int n = std::min(chunks[(size_t)k % chunks.size()], s.N - p);
+    Status st = feed(**S, s, p, n);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    for (int b = 0; b < s.B; ++b)
+      rows[(size_t)b].insert(rows[(size_t)b].end(), (*S)->outputs().begin() + (size_t)b * n * V,
+                             (*S)->outputs().begin() + (size_t)(b + 1) * n * V);
+    p += n;
+  }
+  std::vector<float> out;
+  for (auto& r : rows) out.insert(out.end(), r.begin(), r.end());
+  if (keep) *keep = S.take();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a windowed stream equals the whole-sequence prefill with a banded causal mask") {
+  // Windows of 1 (each query sees itself), below and above the 256-position chunk of a ring, in
+  // steps, in mixed pieces, and in one prefill longer than the ring (split into chunks).
+  struct Case {
+    Architecture arch;
+    int B, N, window;
+    std::vector<int> chunks;
+  };
+  const Case cases[] = {
+      {Architecture::signal, 2, 60, 1, {1}},
+      {Architecture::signal, 2, 60, 7, {1}},
+      {Architecture::lm, 2, 70, 9, {5, 1, 13, 2}},
+      {Architecture::lm, 1, 300, 20, {300}},
+      {Architecture::attention, 2, 80, 11, {1, 3}},
+      {Architecture::signal, 1, 40, 100, {1}},  // a window wider than the stream: plain causal
+  };
+  uint32_t seed = 10;
+  for (const Case& c : cases) {
+    CAPTURE(std::string(architecture_name(c.arch)));
+    CAPTURE(c.window);
+    CAPTURE(c.N);
+    auto m = model(c.arch, seed++);
+    const Stream s = make_stream(*m, c.B, c.N, seed++);
+    const std::vector<double> want = twin(*m, s, c.window);
+    CHECK_CLOSE_VEC(run_windowed(m, s, c.window, c.chunks), want, 2e-4, 2e-4);
+    // And it is not the unwindowed result (the test can tell the difference).
+    if (c.window < c.N) {
+      const std::vector<double> full = twin(*m, s, 0);
+      double diff = 0;
+      for (size_t i = 0; i < full.size(); ++i) diff = std::max(diff, std::fabs(full[i] - want[i]));
+      CHECK(diff > 1e-3);
+    }
+  }
+}
+
+TEST_CASE("one attention layer: a windowed output equals a fresh prefill of its last window positions") {
+  auto m = model(Architecture::attention, 31, 1);
+  const int N = 90, W = 16;
+  const Stream s = make_stream(*m, 1, N, 32);
+  const std::vector<float> stream = run_windowed(m, s, W, {1});
+  const int d = m->d_e;
+  for (int i : {W - 1, W, 50, N - 1}) {
+    CAPTURE(i);
+    // Positions [i - W + 1, i] with their original timestamps, in a session without a window.
+    Stream part;
+    part.B = 1;
+    part.d = d;
+    const int p0 = std::max(0, i - W + 1);
+    part.N = i - p0 + 1;
+    part.values.assign(s.values.begin() + (size_t)p0 * d, s.values.begin() + (size_t)(i + 1) * d);
+    part.t.assign(s.t.begin() + p0, s.t.begin() + i + 1);
+    SessionOptions o;
+    o.max_context = part.N;
+    o.last_output_only = true;
+    auto S = Session::create(test::context(), m, o);
+    REQUIRE(S.ok());
+    REQUIRE(feed(**S, part, 0, part.N).ok());
+    const std::vector<double> want((*S)->outputs().begin(), (*S)->outputs().end());
+    const std::vector<float> got(stream.begin() + (size_t)i * d, stream.begin() + (size_t)(i + 1) * d);
+    CHECK_CLOSE_VEC(got, want, 1e-4, 1e-4);
+  }
+}
+
+TEST_CASE("timestamps around 1e7 keep their accuracy through the window") {
+  auto m = model(Architecture::signal, 41);
+  const Stream s = make_stream(*m, 1, 50, 42, 1.0e7);
+  CHECK_CLOSE_VEC(run_windowed(m, s, 6, {1}), twin(*m, s, 6), 2e-4, 2e-4);
+}
+
+TEST_CASE("probes, timestamps and the window report of a ring that has wrapped") {
+  auto m = model(Architecture::signal, 51);
+  const int N = 400, W = 12;
+  const Stream s = make_stream(*m, 2, N, 52);
+  std::unique_ptr<Session> S;
+  run_windowed(m, s, W, {1, 2, 5}, &S);
+  CHECK(S->position() == N);
+  CHECK(S->window() == W);
+  const int oldest = S->oldest_position();
+  CHECK(oldest == N - S->max_context());
+  CHECK(S->max_context() >= W);
+  // Timestamps of the positions still held.
+  const std::vector<double> ts = S->timestamps(1);
+  REQUIRE(ts.size() == (size_t)(N - oldest));
+  CHECK(ts.back() == s.t[(size_t)N + N - 1]);
+  CHECK(ts.front() == s.t[(size_t)N + oldest]);
+  // Probes of the newest rows equal the twin's banded matrices; evicted rows are refused.
+  ref::ModelProbe probe;
+  probe.requests = {{1, 2}};
+  twin(*m, s, W, &probe);
+  const auto& cap = probe.captures[0];
+  for (bool decayed : {false, true}) {
+    auto a = S->attention(1, 2, 1, N - 4, N, oldest, N, decayed);
+    REQUIRE_MESSAGE(a.ok(), a.status().to_string());
+    std::vector<double> want;
+    for (int i = N - 4; i < N; ++i)
+      for (int j = oldest; j < N; ++j) want.push_back((decayed ? cap.A : cap.Ahat)[((size_t)N + i) * N + j]);
+    CHECK_CLOSE_VEC(*a, want, 1e-5, 1e-4);
+  }
+  auto evicted = S->attention(1, 2, 1, 0, 1, 0, 1, false);
+  CHECK(evicted.status().code() == Code::invalid_argument);
+  CHECK(evicted.status().message().find("still in the cache") != std::string::npos);
+  auto pr = S->pair(1, 2, 1, N - 1, N - 1 - W);  // just outside the band
+  REQUIRE(pr.ok());
+  CHECK(pr->masked);
+  // The window report: the newest evicted key's lag and the bounds it gives.
+  auto rep = S->window_report(1);
+  REQUIRE_MESSAGE(rep.ok(), rep.status().to_string());
+  CHECK(rep->size() == (size_t)(m->num_layers() * m->n_heads));
+  for (const auto& w : *rep) {
+    CAPTURE(w.layer);
+    CAPTURE(w.head);
+    CHECK(w.edge_lag == doctest::Approx(s.t[(size_t)N + N - 1] - s.t[(size_t)N + N - 1 - W]));
+    CHECK(w.decay_bound > 0.0);
+    CHECK(w.decay_bound <= 1.0);
+    CHECK(w.edge_mass >= 0.0);
+    CHECK(w.edge_mass <= 1.0 + 1e-6);
+  }
+  // edge_mass of layer 1, head 2 from the twin's matrix: A over the oldest eighth of the band.
+  const int i = N - 1, k8 = i - W + std::max(1, W / 8);
+  double mass = 0;
+  for (int j = i - W + 1; j <= k8; ++j) mass += cap.A[((size_t)N + i) * N + j];
+  for (const auto& w : *rep)
+    if (w.layer == 1 && w.head == 2) CHECK(w.edge_mass == doctest::Approx(mass).epsilon(1e-3).scale(1e-6));
+}
+
+TEST_CASE("a stream records its step once and submits once per step") {
+  auto m = model(Architecture::lm, 61);
+  SessionOptions o;
+  o.window = 8;
+  auto S = Session::create(test::context(), m, o);
+  REQUIRE(S.ok());
+  REQUIRE((*S)->step_tokens({1}).ok());
+  const SessionStats a = (*S)->stats();
+  for (int i = 0; i < 50; ++i) REQUIRE((*S)->step_tokens({(int64_t)(i % 30)}).ok());
+  const SessionStats b = (*S)->stats();
+  CHECK(b.plans_recorded == a.plans_recorded);  // replayed, never recorded again
+  CHECK(b.submits - a.submits == 50);
+  CHECK(b.bytes_down - a.bytes_down == 50ull * (uint64_t)m->vocab * 4);  // the logits, nothing else
+}
+
+TEST_CASE("window options are checked") {
+  auto m = model(Architecture::signal, 71);
+  SessionOptions o;
+  o.window = -1;
+  CHECK(Session::create(test::context(), m, o).status().code() == Code::invalid_argument);
+  Model nc = *m;
+  for (auto& b : nc.blocks) b.attn.params.sw.causal = false;
+  o.window = 4;
+  auto S = Session::create(test::context(), std::make_shared<const Model>(nc), o);
+  CHECK(S.status().code() == Code::input_error);
+  CHECK(S.status().message().find("causal") != std::string::npos);
+  // Without a window, passing max_context stays an input error.
+  o.window = 0;
+  o.max_context = 4;
+  auto T = Session::create(test::context(), m, o);
+  REQUIRE(T.ok());
+  CHECK((*T)->window_report().status().code() == Code::invalid_argument);
+  REQUIRE((*T)->prefill_values(std::vector<float>(4 * 5, 0.5f), 4).ok());
+  CHECK((*T)->step_values(std::vector<float>(5, 0.5f)).code() == Code::input_error);
+}
