@@ -95,6 +95,28 @@ TEST_CASE("rfa-run dumps on the GPU equal the CPU twin's, prefill and stream ali
   }
 }
 
+TEST_CASE("rfa-run --window: a windowed stream past --max-context equals the twin's banded mask") {
+  std::string dir = test::temp_dir("rfa-run-window");
+  write_signal(dir + "/sig.npy", 2, 45, 2);
+  std::string m = make_model("window", "--arch signal --layers 2 --heads 2 --d-e 16");
+  const std::string in = "--model " + m + " --signal " + dir + "/sig.npy --window 6";
+  REQUIRE(run(in + " --stream --max-context 10 --dump " + dir + "/gpu") == 0);
+  REQUIRE(run(in + " --dump " + dir + "/prefill") == 0);
+  REQUIRE(run(in + " --cpu-reference --dump " + dir + "/cpu") == 0);
+  REQUIRE(run("--model " + m + " --signal " + dir + "/sig.npy --cpu-reference --dump " + dir + "/full") == 0);
+  const std::vector<double> cpu = load(dir + "/cpu/output.npy"), full = load(dir + "/full/output.npy");
+  CHECK_CLOSE_VEC(as_float(load(dir + "/gpu/output.npy")), cpu, 2e-4, 2e-4);
+  CHECK_CLOSE_VEC(as_float(load(dir + "/prefill/output.npy")), cpu, 2e-4, 2e-4);
+  double diff = 0;  // the window changes the result: the comparison above can fail
+  for (size_t i = 0; i < cpu.size(); ++i) diff = std::max(diff, std::fabs(cpu[i] - full[i]));
+  CHECK(diff > 1e-3);
+  // Without a window the same stream overflows --max-context: an input error.
+  CHECK(run("--model " + m + " --signal " + dir + "/sig.npy --stream --max-context 10") == 4);
+  // Attention maps of positions that left the ring are refused (the probe names the positions held).
+  CHECK(run(in + " --stream --dump " + dir + "/att --dump-attention 0:0") == 2);
+  CHECK(run("--model " + m + " --signal " + dir + "/sig.npy --window 0") == 2);
+}
+
 TEST_CASE("rfa-run generation is deterministic with a seed and matches the CPU twin when greedy") {
   std::string m = make_model("gen", "--arch lm --layers 1 --heads 2 --d-e 16 --vocab 256");
   std::string dir = test::temp_dir("rfa-run-gen");

@@ -42,6 +42,8 @@ const char* kUsage =
     "  --timestamps FILE.npy     [N] or [B,N] non-decreasing timestamps (default 0..N-1)\n"
     "options:\n"
     "  --stream                  feed the input one position at a time through the KV cache\n"
+    "  --window N                sliding-window KV cache: each position sees its last N (a stream runs on\n"
+    "                            past --max-context in constant memory; causal models)\n"
     "  --generate N              generate N tokens after the prompt (language models)\n"
     "  --temperature T --top-k K --top-p P --seed S   sampling (temperature 0 = greedy, the default)\n"
     "  --max-context N           positions reserved per batch row (default: input + generated)\n"
@@ -55,7 +57,7 @@ struct Args {
   std::string model, device, prompt, tokens, signal, timestamps, dump, dump_attention;
   bool list_devices = false, version = false, self_check = false, json = false, stream = false, cpu = false,
        summary = false;
-  int generate = 0, max_context = 0;
+  int generate = 0, max_context = 0, window = 0;
   SamplerOptions sampler;
 };
 
@@ -128,6 +130,9 @@ int parse(int argc, char** argv, Args& a) {
     } else if (k == "--generate") {
       if (!parse_int(v, 0, 1 << 24, &n)) return usage_error("--generate expects a count >= 0, got '" + v + "'");
       a.generate = (int)n;
+    } else if (k == "--window") {
+      if (!parse_int(v, 1, 1 << 26, &n)) return usage_error("--window expects a positive count, got '" + v + "'");
+      a.window = (int)n;
     } else if (k == "--max-context") {
       if (!parse_int(v, 1, 1 << 26, &n)) return usage_error("--max-context expects a positive count, got '" + v + "'");
       a.max_context = (int)n;
@@ -404,7 +409,7 @@ int run(int argc, char** argv) {
     for (;;) {
       probe.captures.clear();
       auto r = ref::forward(m, B, n, values.empty() ? nullptr : in.data(), seq.empty() ? nullptr : seq.data(),
-                            ts.empty() ? nullptr : ts.data(), &probe);
+                            ts.empty() ? nullptr : ts.data(), &probe, a.window);
       if (!r) return fail(r.status());
       res = r.take();
       if ((int)generated.size() == a.generate) break;
@@ -434,7 +439,8 @@ int run(int argc, char** argv) {
     so.batch = B;
     so.max_context = a.max_context ? a.max_context : total;
     so.last_output_only = a.dump.empty();  // only the dump needs every position's output
-    if (so.max_context < total)
+    so.window = a.window;
+    if (so.window == 0 && so.max_context < total)
       return fail(Status(Code::input_error, "--max-context " + std::to_string(so.max_context) + " is shorter than the " +
                                                 std::to_string(total) + " positions to run"));
     auto s = Session::create(*ctx, *model, so);
