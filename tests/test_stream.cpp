@@ -265,3 +265,52 @@ TEST_CASE("window options are checked") {
   REQUIRE((*T)->prefill_values(std::vector<float>(4 * 5, 0.5f), 4).ok());
   CHECK((*T)->step_values(std::vector<float>(5, 0.5f)).code() == Code::input_error);
 }
+
+TEST_CASE("asynchronous frames: a step and its maps in one submission, results when done") {
+  auto m = model(Architecture::signal, 81);
+  const int N = 30;
+  const Stream s = make_stream(*m, 1, N, 82);
+  const std::vector<float> want = run_windowed(m, s, 0 + 1000, {1});  // a wide window: plain causal
+  SessionOptions o;
+  o.max_context = N;
+  auto S = Session::create(test::context(), m, o);
+  REQUIRE(S.ok());
+  auto map = Heatmap::create(test::context(), 32, 32);
+  auto thumb = Heatmap::create(test::context(), 8, 8);
+  REQUIRE(map.ok());
+  REQUIRE(thumb.ok());
+  const int V = (*S)->output_dim();
+  std::vector<float> got;
+  for (int p = 0; p < N; p += 3) {
+    const int n = std::min(3, N - p);
+    REQUIRE((*S)->begin_frame().ok());
+    const SessionStats before = (*S)->stats();
+    REQUIRE(feed(**S, s, p, n).ok());
+    CHECK((*S)->position() == p + n);  // counted at once
+    HeatmapRequest r;
+    r.layer = 1;
+    r.r1 = r.c1 = N;
+    REQUIRE((*S)->render_attention(**map, r).ok());
+    r.head = 2;
+    REQUIRE((*S)->render_attention(**thumb, r).ok());
+    // Probes and a second step inside the open frame are refused.
+    CHECK((*S)->attention(0, 0, 0, 0, 1, 0, 1, false).status().code() == Code::invalid_argument);
+    CHECK(feed(**S, s, p, 1).code() == Code::invalid_argument);
+    REQUIRE((*S)->end_frame().ok());
+    REQUIRE((*S)->wait_frame().ok());
+    CHECK((*S)->frame_done());
+    CHECK((*S)->stats().submits - before.submits == 1);  // the step and both maps: one submission
+    REQUIRE((*S)->outputs().size() == (size_t)n * V);
+    got.insert(got.end(), (*S)->outputs().begin(), (*S)->outputs().end());
+  }
+  CHECK_CLOSE_VEC(got, std::vector<double>(want.begin(), want.end()), 1e-5, 1e-5);
+  // The caches hold what a synchronous session computed: probes agree.
+  auto a = (*S)->attention(1, 2, 0, N - 3, N, 0, N, false);
+  REQUIRE(a.ok());
+  std::unique_ptr<Session> sync;
+  run_windowed(m, s, 1000, {N}, &sync);
+  auto b = sync->attention(1, 2, 0, N - 3, N, 0, N, false);
+  REQUIRE(b.ok());
+  CHECK_CLOSE_VEC(*a, std::vector<double>(b->begin(), b->end()), 1e-6, 1e-5);
+  CHECK((*S)->end_frame().code() == Code::invalid_argument);  // no frame open
+}

@@ -27,6 +27,7 @@ std::string App::open_model(const std::string& dir) {
   if (!m) return m.status().to_string();
   rfa::SessionOptions so;
   so.max_context = opt_.max_context;
+  so.window = opt_.window;
   auto s = rfa::Session::create(ctx_, *m, so);
   if (!s) return s.status().to_string();
   model_ = m.take();
@@ -79,7 +80,9 @@ void App::clamp_selection() {
 void App::reset() {
   if (!session_) return;
   session_->reset();
+  pending_from_ = -1;
   positions_.clear();
+  positions_base_ = 0;
   if (source_) source_->reset();
   prompt_ids_.clear();
   if (is_lm() && tokenizer_) {
@@ -94,19 +97,25 @@ void App::reset() {
 
 int App::step(int n) {
   if (!session_) return 0;
-  int done = 0;
-  for (; done < n; ++done) {
-    if (session_->position() >= session_->max_context()) break;
+  // This call's positions go to the session in ONE call (one submission): the same result as one
+  // step each, since attention is causal.
+  const int room = session_->window() > 0 ? n : session_->max_context() - session_->position();
+  n = std::min(n, room);
+  std::vector<Position> fresh;
+  std::vector<int64_t> ids;
+  std::vector<float> vals;
+  std::vector<double> ts;
+  for (int k = 0; k < n; ++k) {
     Position p;
-    rfa::Status st;
     if (is_lm()) {
       int id;
       if (pending_prompt_ > 0) {
         id = prompt_ids_[prompt_ids_.size() - (size_t)pending_prompt_];
         --pending_prompt_;
       } else {
-        if (!opt_.generate || session_->outputs().empty()) break;
-        // The next token from the last logits: argmax, or sampling at a temperature.
+        // A generated token needs the logits of the position before it: the first of a call only,
+        // and only once they have arrived.
+        if (!opt_.generate || k > 0 || session_->outputs().empty()) break;
         const auto& lg = session_->outputs();
         const int V = session_->output_dim();
         const float* last = lg.data() + lg.size() - (size_t)V;
@@ -120,8 +129,8 @@ int App::step(int n) {
         }
       }
       p.token = id;
-      p.t = session_->position();
-      st = session_->step_tokens({(int64_t)id}, {p.t});
+      p.t = session_->position() + k;
+      ids.push_back(id);
     } else {
       Sample s;
       if (!source_ || !source_->next(s)) break;
@@ -132,40 +141,98 @@ int App::step(int n) {
       p.truth[1] = s.truth[1];
       p.kalman_next[0] = s.kalman_next[0];
       p.kalman_next[1] = s.kalman_next[1];
-      st = session_->step_values(s.values, {s.t});
+      vals.insert(vals.end(), s.values.begin(), s.values.end());
     }
-    if (!st.ok()) {
-      status_ = st.to_string();
-      playing_ = false;
-      break;
-    }
-    if (!is_lm()) p.prediction = session_->outputs();
-    positions_.push_back(std::move(p));
-    times_.inference_gpu_ms += session_->last_gpu_ms();
-    times_.inference_wall_ms += session_->last_wall_ms();
-    ++times_.steps;
+    ts.push_back(p.t);
+    fresh.push_back(std::move(p));
   }
-  if (done) maps_dirty_ = true;
+  const int done = (int)fresh.size();
+  if (done == 0) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  rfa::Status st = is_lm() ? session_->prefill_tokens(ids, done, ts) : session_->prefill_values(vals, done, ts);
+  times_.inference_wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) {
+    status_ = st.to_string();
+    playing_ = false;
+    return 0;
+  }
+  pending_from_ = positions_base_ + (int)positions_.size();
+  pending_n_ = done;
+  for (auto& p : fresh) positions_.push_back(std::move(p));
+  // A windowed stream runs forever: keep only what the session still holds (and the pending ones).
+  while (positions_base_ < session_->oldest_position() && positions_base_ + 1 < pending_from_) {
+    positions_.pop_front();
+    ++positions_base_;
+  }
+  if (!framing_) harvest();  // a synchronous call: the outputs are here already
+  times_.steps += done;
+  maps_dirty_ = true;
   return done;
 }
 
+void App::harvest() {
+  if (pending_from_ < 0) return;
+  const auto& out = session_->outputs();
+  const int V = session_->output_dim();
+  if (!is_lm() && (int)out.size() >= pending_n_ * V)
+    for (int k = 0; k < pending_n_; ++k)
+      positions_[(size_t)(pending_from_ - positions_base_ + k)].prediction.assign(out.begin() + (size_t)k * V, out.begin() + (size_t)(k + 1) * V);
+  times_.inference_gpu_ms += session_->last_gpu_ms();
+  pending_from_ = -1;
+}
+
 int App::view_extent() const {
-  // Rows appear as the stream advances inside a fixed frame, which grows once it is full.
+  // Rows appear as the stream advances inside a fixed frame, which grows once it is full. With a
+  // window the frame stops growing at the ring and follows the stream (view_origin()).
   const int filled = position();
   int e = opt_.view_extent > 0 ? opt_.view_extent : 64;
   while (e < filled) e *= 2;
-  return std::min(std::max(e, filled), std::max(session_ ? session_->max_context() : 1, filled));
+  const int cap = session_ ? session_->max_context() : 1;
+  if (session_ && session_->window() > 0) return std::min(e, cap);
+  return std::min(std::max(e, filled), std::max(cap, filled));
+}
+
+int App::view_origin() const {
+  return session_ && session_->window() > 0 ? std::max(0, position() - view_extent()) : 0;
 }
 
 void App::update() {
   times_ = {};
-  if (session_ && playing_) {
+  if (!session_) return;
+  // One asynchronous frame: the step, the maps and the watched row go to the GPU as one
+  // submission, and nothing here waits for it. The previous frame has finished by now (a whole
+  // frame of drawing went by): its predictions and GPU times are collected first.
+  rfa::Status st = session_->begin_frame();
+  if (!st.ok()) {
+    status_ = st.to_string();
+    return;
+  }
+  framing_ = true;
+  harvest();
+  if (maps_in_flight_) {
+    times_.probe_gpu_ms += map_->last_probe_ms();
+    times_.colormap_gpu_ms += map_->last_colormap_ms();
+    if (thumbs_in_flight_)
+      for (auto& t : thumbs_) times_.probe_gpu_ms += t->last_probe_ms(), times_.colormap_gpu_ms += t->last_colormap_ms();
+    maps_in_flight_ = thumbs_in_flight_ = false;
+  }
+  if (playing_) {
     step_credit_ += opt_.steps_per_frame;
     int n = (int)step_credit_;
     step_credit_ -= n;
     if (n > 0 && step(n) == 0 && !is_lm()) playing_ = false;  // end of the file or the context
   }
   render_maps();
+  const int filled = position();
+  const int row = selected_row_ >= 0 && selected_row_ < filled ? selected_row_ : filled - 1;
+  if (row >= 0) {
+    const double th[4] = {1, 4, 16, 64};
+    st = session_->watch_row(layer_, head_, 0, row, opt_.decayed, th);
+    if (!st.ok()) status_ = st.to_string();
+  }
+  st = session_->end_frame();
+  framing_ = false;
+  if (!st.ok()) status_ = st.to_string();
   if (times_.steps || times_.maps) shown_ = times_;
 }
 
@@ -185,13 +252,14 @@ void App::render_maps() {
     int lo = (int)std::lround(c * E - span / 2.0);
     return std::clamp(lo, 0, std::max(E - span, 0));
   };
+  const int o = view_origin();
   rfa::HeatmapRequest r;
   r.layer = layer_;
   r.head = head_;
-  r.r0 = window(center_[1]);
-  r.r1 = std::min(r.r0 + span, E);
-  r.c0 = window(center_[0]);
-  r.c1 = std::min(r.c0 + span, E);
+  r.r0 = o + window(center_[1]);
+  r.r1 = std::min(r.r0 + span, o + E);
+  r.c0 = o + window(center_[0]);
+  r.c1 = std::min(r.c0 + span, o + E);
   r.decayed = opt_.decayed;
   r.log_scale = opt_.log_scale;
   r.vmax = (float)opt_.vmax;
@@ -199,8 +267,7 @@ void App::render_maps() {
   req_ = r;
   rfa::Status st = session_->render_attention(*map_, r);
   if (!st.ok()) status_ = st.to_string();
-  times_.probe_gpu_ms += map_->last_probe_ms();
-  times_.colormap_gpu_ms += map_->last_colormap_ms();
+  maps_in_flight_ = true;
   ++times_.maps;
   // Thumbnails cost a full probe each for ~100 pixels: at long context they follow the stream every
   // filled/64 positions (and at once on any other change), which bounds their amortized cost.
@@ -209,25 +276,24 @@ void App::render_maps() {
                            thumbs_[0]->last_request().decayed == r.decayed &&
                            thumbs_[0]->last_request().log_scale == r.log_scale &&
                            thumbs_[0]->last_request().vmax == r.vmax && thumbs_[0]->last_request().decades == r.decades &&
-                           thumbs_[0]->last_request().r1 == E;
+                           thumbs_[0]->last_request().r1 == o + E && o == 0;
   if (stream_only && filled - thumbs_at_ < std::max(1, filled / 64)) return;
   thumbs_at_ = filled;
   for (int h = 0; h < (int)thumbs_.size(); ++h) {
     rfa::HeatmapRequest t = r;
     t.head = h;
-    t.r0 = t.c0 = 0;
-    t.r1 = t.c1 = E;
+    t.r0 = t.c0 = o;
+    t.r1 = t.c1 = o + E;
     st = session_->render_attention(*thumbs_[(size_t)h], t);
     if (!st.ok()) status_ = st.to_string();
-    times_.probe_gpu_ms += thumbs_[(size_t)h]->last_probe_ms();
-    times_.colormap_gpu_ms += thumbs_[(size_t)h]->last_colormap_ms();
     ++times_.maps;
   }
+  thumbs_in_flight_ = true;
 }
 
 std::string App::describe_input(int pos) const {
-  if (pos < 0 || pos >= (int)positions_.size()) return "";
-  const Position& p = positions_[(size_t)pos];
+  if (pos < positions_base_ || pos >= positions_base_ + (int)positions_.size()) return "";
+  const Position& p = positions_[(size_t)(pos - positions_base_)];
   char b[128];
   if (p.token >= 0) {
     std::string s = tokenizer_ ? tokenizer_->decode({p.token}) : std::to_string(p.token);

@@ -3,6 +3,7 @@
 // what the panels show. panels.cpp draws it with Dear ImGui.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ struct Options {
   bool headless = false, print_timings = false, log_scale = true, decayed = false, irregular = false;
   bool generate = true;  // lm: keep generating after the prompt
   int layer = 0, head = 0, steps = 0, frames = -1, width = 1600, height = 1000;
-  int max_context = 1024, view_extent = 0, map_size = 512, thumb_size = 96;
+  int max_context = 1024, window = 0, view_extent = 0, map_size = 512, thumb_size = 96;
   double steps_per_frame = 1.0, noise = 1.0, interval = 0.1, vmax = 1.0, decades = 3.0;
   uint64_t seed = 2026;
 };
@@ -36,6 +37,8 @@ struct Position {
   std::vector<float> prediction;  // the model's output at this position (next-step prediction)
 };
 
+// Host work is this frame's; GPU times are those of the previous frame, which is the one that has
+// finished when this one starts (the pipeline is one frame deep).
 struct FrameTimes {
   double inference_gpu_ms = 0, probe_gpu_ms = 0, colormap_gpu_ms = 0, inference_wall_ms = 0, maps_wall_ms = 0;
   int steps = 0, maps = 0;
@@ -69,9 +72,11 @@ class App {
   friend struct Panels;
   bool is_lm() const;
   int view_extent() const;
+  int view_origin() const;  // the first position the map frame shows
   void clamp_selection();
   std::string describe_input(int pos) const;
   void render_maps();
+  void harvest();  // the finished call's predictions and GPU time
 
   rfa::Context& ctx_;
   Options opt_;
@@ -82,7 +87,10 @@ class App {
   std::unique_ptr<rfa::Tokenizer> tokenizer_;
   std::unique_ptr<Source> source_;
   SpiralSource* spiral_ = nullptr;
-  std::vector<Position> positions_;
+  // The streamed positions the panels can still show: all of them without a window; with one,
+  // those still in the session's ring (positions_base_ is the position of positions_[0]).
+  std::deque<Position> positions_;
+  int positions_base_ = 0;
   std::string error_, status_;
   // controls
   bool playing_ = true;
@@ -102,6 +110,10 @@ class App {
   int thumbs_at_ = -1;  // position of the last thumbnail render
   float map_screen_[4] = {0, 0, 0, 0};  // where the main map was drawn (x0, y0, x1, y1)
   FrameTimes times_, shown_;  // this frame's; the last frame that did work (for the panel)
+  bool framing_ = false;      // inside update()'s asynchronous frame
+  int pending_from_ = -1, pending_n_ = 0;  // positions whose outputs arrive with the frame
+  bool maps_in_flight_ = false, thumbs_in_flight_ = false;
+  std::vector<rfa::WindowTruncation> edge_mass_;  // the last measured window report
   std::mt19937 rng_{7};
 };
 

@@ -39,6 +39,7 @@ const char* kUsage =
     "  --vmax V --decades D colour scale (log: [V 10^-D, V])\n"
     "  --noise S --interval DT --irregular --seed N    the live spiral's measurement noise and sampling\n"
     "  --max-context N      KV cache positions (default 1024);  --view-extent N: map frame (default 64, grows)\n"
+    "  --window N           sliding-window KV cache (each position sees its last N): stream without end\n"
     "  --headless           render off-screen without a window system\n"
     "  --frames K           exit after K frames (window: run until closed when not given)\n"
     "  --screenshot PNG     write the last frame;  --dump-json FILE: map placement and regimes table\n"
@@ -73,6 +74,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--irregular") o.irregular = true;
     else if (a == "--seed") o.seed = std::strtoull(val(), nullptr, 10);
     else if (a == "--max-context") o.max_context = std::atoi(val());
+    else if (a == "--window") o.window = std::atoi(val());
     else if (a == "--view-extent") o.view_extent = std::atoi(val());
     else if (a == "--headless") o.headless = true;
     else if (a == "--frames") o.frames = std::atoi(val());
@@ -91,7 +93,7 @@ bool parse(int argc, char** argv, Options& o) {
     }
   }
   if (o.headless && o.frames < 0) o.frames = 1;
-  if (o.width < 64 || o.height < 64 || o.max_context < 1 || o.steps < 0) {
+  if (o.width < 64 || o.height < 64 || o.max_context < 1 || o.steps < 0 || o.window < 0) {
     std::fprintf(stderr, "rfa-viewer: bad sizes\n");
     return false;
   }
@@ -150,7 +152,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "rfa-viewer: %s\n", app.error().c_str());
       if (opt.headless) return 3;
     }
-    if (opt.steps > 0) app.step(opt.steps);
+    for (int left = opt.steps; left > 0;) {  // before the first frame, synchronously
+      const int done = app.step(left);
+      if (done == 0) break;
+      left -= done;
+    }
 
     IMGUI_CHECKVERSION();
     ImGui::CreateContext();

@@ -65,7 +65,11 @@ struct Panels {
     }
     ImGui::Text("%s: %s, %d layers x %d heads, D = %d", a.model_->name.c_str(), a.info_.architecture.c_str(),
                 a.info_.layers, a.info_.heads, a.info_.head_dim);
-    ImGui::Text("position %d / %d", a.position(), a.session_->max_context());
+    if (a.session_->window() > 0)
+      ImGui::Text("position %d (window %d: every position sees its last %d)", a.position(), a.session_->window(),
+                  a.session_->window());
+    else
+      ImGui::Text("position %d / %d", a.position(), a.session_->max_context());
     if (ImGui::Button(a.playing_ ? "Pause" : "Play")) a.playing_ = !a.playing_;
     ImGui::SameLine();
     if (ImGui::Button("Step")) a.step(1);
@@ -219,7 +223,7 @@ struct Panels {
       for (const char* c : {"head", "E(lag)", "Vcov(lag)", "P(lag)", "B(lag)"}) ImGui::TableSetupColumn(c);
       ImGui::TableHeadersRow();
       for (int h = 0; h < a.info_.heads; ++h) {
-        auto cv = a.session_->curves(a.layer_, h, lags);
+        auto cv = rfa::head_curves(*a.model_, a.layer_, h, lags);  // host, double: no GPU round trip
         if (!cv) continue;
         ImGui::TableNextRow();
         ImGui::TableNextColumn();
@@ -284,28 +288,21 @@ struct Panels {
     ImGui::SetNextWindowPos({1044, 564}, ImGuiCond_FirstUseEver);
     ImGui::SetNextWindowSize({548, 200}, ImGuiCond_FirstUseEver);
     ImGui::Begin("Selected query row");
-    const int n = a.position();
-    const int i = a.selected_row_ >= 0 && a.selected_row_ < n ? a.selected_row_ : n - 1;
-    if (i < 0) {
+    // Computed in the last finished frame's submission (App::update watches the row): no wait here.
+    const rfa::WatchedRow& w = a.session_->watched_row();
+    if (!w.valid) {
       ImGui::TextDisabled("no rows yet");
       ImGui::End();
       return;
     }
-    auto w = a.session_->attention(a.layer_, a.head_, 0, i, i + 1, 0, i + 1, a.opt_.decayed);
-    const double th[4] = {1, 4, 16, 64};
-    auto d = a.session_->row_diagnostics(a.layer_, a.head_, 0, i, i + 1, th);
-    ImGui::Text("row i = %d%s (click the map to select; newest otherwise)", i, a.selected_row_ < 0 ? " (newest)" : "");
-    if (w) {
-      std::vector<float> by_lag(w->rbegin(), w->rend());  // index = lag in positions
-      ImGui::PlotLines("weight vs lag", by_lag.data(), (int)by_lag.size(), 0, a.opt_.decayed ? "A" : "Ahat", 0.0f,
-                       FLT_MAX, {width(110), 80});
-    }
-    if (d) {
-      const auto& r = (*d)[0];
-      ImGui::Text("entropy %.4g   expected lag %.4g   max weight %.4g", r.entropy, r.expected_lag, r.max_weight);
-      ImGui::Text("mass beyond lag 1: %.3g  4: %.3g  16: %.3g  64: %.3g", r.mass_beyond[0], r.mass_beyond[1],
-                  r.mass_beyond[2], r.mass_beyond[3]);
-    }
+    ImGui::Text("row i = %d%s (click the map to select; newest otherwise)", w.row, a.selected_row_ < 0 ? " (newest)" : "");
+    std::vector<float> by_lag(w.weights.rbegin(), w.weights.rend());  // index = lag in positions
+    ImGui::PlotLines("weight vs lag", by_lag.data(), (int)by_lag.size(), 0, w.decayed ? "A" : "Ahat", 0.0f, FLT_MAX,
+                     {width(110), 80});
+    const rfa::RowDiagnostics& r = w.diagnostics;
+    ImGui::Text("entropy %.4g   expected lag %.4g   max weight %.4g", r.entropy, r.expected_lag, r.max_weight);
+    ImGui::Text("mass beyond lag 1: %.3g  4: %.3g  16: %.3g  64: %.3g", r.mass_beyond[0], r.mass_beyond[1],
+                r.mass_beyond[2], r.mass_beyond[3]);
     ImGui::End();
   }
 
@@ -348,6 +345,45 @@ struct Panels {
     ImGui::End();
   }
 
+  // What the sliding window cuts off, per head (docs: the math page, "sliding window"): the bounds
+  // from the decay and precision every frame (host only), the measured edge mass on request.
+  void window_panel() {
+    if (a.session_->window() == 0) return;
+    ImGui::SetNextWindowPos({8, 444}, ImGuiCond_FirstUseEver);
+    ImGui::SetNextWindowSize({380, 250}, ImGuiCond_FirstUseEver);
+    ImGui::Begin("Sliding window");
+    ImGui::Text("window %d, ring %d, positions %d..%d held", a.session_->window(), a.session_->max_context(),
+                a.session_->oldest_position(), a.position() - 1);
+    if (ImGui::Button("measure edge mass")) {
+      auto m = a.session_->window_report(0, true);
+      if (m) a.edge_mass_ = *m;
+      else a.status_ = m.status().to_string();
+    }
+    auto rep = a.position() > 0 ? a.session_->window_report(0, false) : rfa::Result<std::vector<rfa::WindowTruncation>>(
+                                                                          std::vector<rfa::WindowTruncation>{});
+    if (rep && ImGui::BeginTable("win", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY)) {
+      for (const char* c : {"L:H", "edge lag", "E bound", "P ratio", "edge mass"}) ImGui::TableSetupColumn(c);
+      ImGui::TableHeadersRow();
+      for (size_t k = 0; k < rep->size(); ++k) {
+        const auto& w = (*rep)[k];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::Text("%d:%d", w.layer, w.head);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.4g", w.edge_lag);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.3g", w.decay_bound);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.3g", w.precision_ratio);
+        ImGui::TableNextColumn();
+        if (k < a.edge_mass_.size()) ImGui::Text("%.3g", a.edge_mass_[k].edge_mass);
+        else ImGui::TextDisabled("-");
+      }
+      ImGui::EndTable();
+    }
+    ImGui::End();
+  }
+
   void timings() {
     ImGui::SetNextWindowPos({8, 316}, ImGuiCond_FirstUseEver);
     ImGui::SetNextWindowSize({380, 120}, ImGuiCond_FirstUseEver);
@@ -372,6 +408,7 @@ void App::draw(ImageQuads& quads) {
   p.row_panel();
   p.trajectory();
   p.timings();
+  p.window_panel();
 }
 
 }  // namespace viewer

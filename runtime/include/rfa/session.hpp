@@ -103,6 +103,18 @@ struct KernelCurves {
   std::vector<double> lags;
   std::vector<double> decay, vcov, precision, bias;  // [lags], for one head
 };
+// The same curves computed on the host in double from the model's parameters (no GPU, no session):
+// what a panel can redraw every frame without waiting on the device.
+Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
+
+// One query row watched through asynchronous frames (Session::watch_row).
+struct WatchedRow {
+  bool valid = false;
+  int layer = 0, head = 0, b = 0, row = 0, first_key = 0;
+  bool decayed = false;
+  std::vector<float> weights;  // Ahat or A over keys [first_key, row]
+  RowDiagnostics diagnostics;
+};
 
 class Session {
  public:
@@ -136,7 +148,8 @@ class Session {
   const Model& model() const;
   SessionStats stats() const;
   // Per (layer, head), for the newest position of batch row b (needs a window and a position).
-  Result<std::vector<WindowTruncation>> window_report(int b = 0);
+  // measure = false skips edge_mass (the GPU probes, one submission per head): host work only.
+  Result<std::vector<WindowTruncation>> window_report(int b = 0, bool measure = true);
 
   // Probes over positions already computed (rows and cols are absolute positions, within
   // [oldest_position(), position()); with a window, keys outside a row's band are masked).
@@ -154,6 +167,22 @@ class Session {
   // SHADER_READ_ONLY_OPTIMAL; the submission has completed on return, on the context's queue.
   // map must come from this session's context. Cost: O(visible cells * D).
   Status render_attention(Heatmap& map, const HeatmapRequest& req);
+
+  // Asynchronous frames (a viewer's loop). After begin_frame(), one prefill/step call and any
+  // render_attention() calls are recorded instead of run; end_frame() submits them all as ONE
+  // queue submission and returns at once. frame_done() polls without blocking and wait_frame()
+  // blocks; until the frame is done, outputs(), last_gpu_ms() and the heatmaps' timings describe
+  // the previous work, while position() already counts the frame's positions. begin_frame()
+  // waits for a frame still in flight; other probes may not be called between begin_frame() and
+  // end_frame() (they run at once, ahead of the frame's step).
+  Status begin_frame();
+  Status end_frame();
+  bool frame_done();
+  Status wait_frame();
+  // Inside a frame: the weights and diagnostics of query row `row` (after the frame's step),
+  // computed in the frame's submission; watched_row() holds them once the frame is done.
+  Status watch_row(int layer, int head, int b, int row, bool decayed, const double thresholds[4]);
+  const WatchedRow& watched_row() const;
 
   double last_gpu_ms() const;   // GPU time of the last prefill/step (timestamps), 0 if unknown
   // GPU milliseconds of the last prefill/step per kernel label ("linear", "rfa_attention", ...),

@@ -46,6 +46,7 @@ Recorder::Recorder(Context& ctx, GpuTiming timing) : ctx_(ctx), timing_(ctx.time
 }
 
 Recorder::~Recorder() {
+  if (batch_) batch_->wait();
   VkDevice dev = ctx_.device();
   if (in_flight_ && fence_) vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
   if (recording_ && cb_) vkEndCommandBuffer(cb_);
@@ -264,6 +265,7 @@ Status Recorder::submit() {
 }
 
 Status Recorder::wait() {
+  if (batch_) return batch_->wait();
   if (!in_flight_) return Status::Ok();
   in_flight_ = false;
   Status s = [&]() -> Status {
@@ -273,6 +275,34 @@ Status Recorder::wait() {
   }();
   if (!s.ok()) return ctx_.note(s);
   return read_timings();
+}
+
+void Recorder::copy_to_image(const Buffer& src, VkImage image, uint32_t width, uint32_t height,
+                             VkPipelineStageFlags reader) {
+  if (!recording_) return;
+  track({in(src)});  // a barrier first when src was written since the last one
+  auto transition = [&](VkImageLayout from, VkImageLayout to, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
+                        VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
+    VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+    b.oldLayout = from;
+    b.newLayout = to;
+    b.srcAccessMask = src_access;
+    b.dstAccessMask = dst_access;
+    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+    b.image = image;
+    b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    vkCmdPipelineBarrier(cb_, src_stage, dst_stage, 0, 0, nullptr, 0, nullptr, 1, &b);
+  };
+  // Earlier readers (a previous frame's drawing) finish before the copy overwrites the image.
+  transition(VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, reader,
+             VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+  VkBufferImageCopy c{};
+  c.bufferOffset = src.offset;
+  c.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
+  c.imageExtent = {width, height, 1};
+  vkCmdCopyBufferToImage(cb_, src.vk, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &c);
+  transition(VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+             VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, reader, VK_ACCESS_SHADER_READ_BIT);
 }
 
 Status Recorder::submit_and_wait() {
@@ -296,6 +326,69 @@ Status Recorder::read_timings() {
   gpu_total_ms_ = span_ms(0);
   for (uint32_t q = 2; q + 1 < queries_used_; q += 2) timings_.push_back({query_labels_[q / 2 - 1], span_ms(q)});
   return Status::Ok();
+}
+
+Batch::Batch(Context& ctx) : ctx_(ctx) {
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  init_ = [&]() -> Status {
+    VK_TRY(vkCreateFence(ctx.device(), &fi, nullptr, &fence_));
+    return Status::Ok();
+  }();
+}
+
+Batch::~Batch() {
+  if (in_flight_) wait();
+  if (fence_) vkDestroyFence(ctx_.device(), fence_, nullptr);
+}
+
+Status Batch::submit(const std::vector<Recorder*>& recs) {
+  RFA_TRY(init_);
+  RFA_TRY(wait());
+  std::vector<VkCommandBuffer> cbs;
+  for (Recorder* r : recs) {
+    if (!r->ended_) return Status(Code::invalid_argument, "Batch::submit of a recording that did not end cleanly");
+    RFA_TRY(r->wait());  // its own earlier submission, if any
+    cbs.push_back(r->cb_);
+  }
+  if (cbs.empty()) return Status::Ok();
+  RFA_TRY(ctx_.usable());
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = (uint32_t)cbs.size();
+  si.pCommandBuffers = cbs.data();
+  VkResult res;
+  {
+    std::lock_guard<std::mutex> lock(ctx_.queue_mutex());
+    res = vkQueueSubmit(ctx_.queue(), 1, &si, fence_);
+  }
+  if (res != VK_SUCCESS) return ctx_.note(vk_status(res, "vkQueueSubmit", __FILE__, __LINE__));
+  in_flight_ = true;
+  members_ = recs;
+  for (Recorder* r : recs) r->batch_ = this;
+  return Status::Ok();
+}
+
+bool Batch::done() {
+  if (!in_flight_) return true;
+  return vkGetFenceStatus(ctx_.device(), fence_) == VK_SUCCESS;
+}
+
+Status Batch::wait() {
+  if (!in_flight_) return Status::Ok();
+  in_flight_ = false;
+  for (Recorder* r : members_) r->batch_ = nullptr;
+  Status s = [&]() -> Status {
+    VK_TRY(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
+    VK_TRY(vkResetFences(ctx_.device(), 1, &fence_));
+    return Status::Ok();
+  }();
+  if (!s.ok()) return ctx_.note(s);
+  Status first;
+  for (Recorder* r : members_) {
+    Status t = r->read_timings();
+    if (first.ok() && !t.ok()) first = t;
+  }
+  members_.clear();
+  return first;
 }
 
 }  // namespace rfa::gpu

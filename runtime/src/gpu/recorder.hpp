@@ -27,6 +27,7 @@ namespace rfa::gpu {
 class Context;
 struct Buffer;
 struct Pipeline;
+class Batch;
 
 struct Binding {
   const Buffer* buffer;
@@ -69,6 +70,10 @@ class Recorder {
   // Writes `bytes` (<= 65536, a multiple of 4) of host data into dst at record time
   // (vkCmdUpdateBuffer): ordered with the dispatches around it like any transfer write.
   void update(const Buffer& dst, const void* data, VkDeviceSize bytes, VkDeviceSize dst_offset = 0);
+  // Copies a tightly packed RGBA8 buffer into a colour image that is sampled (by `reader` stages)
+  // in SHADER_READ_ONLY_OPTIMAL before and after: the image is moved to TRANSFER_DST and back
+  // around the copy, ordered after every earlier write to src and before the readers.
+  void copy_to_image(const Buffer& src, VkImage image, uint32_t width, uint32_t height, VkPipelineStageFlags reader);
   // Ends the recording: makes every device write visible to the host. Reports any failure of the
   // recording (bad arguments, exhausted pools) deferred until now.
   Status end();
@@ -77,7 +82,7 @@ class Recorder {
   Status submit();
   // Waits for the submission in flight (if any) and reads its timestamps.
   Status wait();
-  bool in_flight() const { return in_flight_; }
+  bool in_flight() const { return in_flight_ || batch_ != nullptr; }
   // end() + submit() + wait(): the one-shot path.
   Status submit_and_wait();
 
@@ -91,6 +96,7 @@ class Recorder {
   double gpu_ms_total() const { return gpu_total_ms_; }
 
  private:
+  friend class Batch;
   struct Access {
     bool read = false, written = false;
   };
@@ -114,11 +120,35 @@ class Recorder {
   std::vector<VkDescriptorBufferInfo> infos_;  // scratch of bind_descriptors (no per-dispatch allocation)
   std::vector<VkWriteDescriptorSet> writes_;
   bool recording_ = false, ended_ = false, in_flight_ = false;
+  Batch* batch_ = nullptr;  // the batch this recording was last submitted in, while in flight
   uint32_t dispatches_ = 0, barriers_ = 0;
   std::vector<DispatchTiming> timings_;
   std::vector<uint64_t> query_results_;
   double gpu_total_ms_ = 0;
   Status deferred_;  // a recording-time failure reported by end()
+};
+
+// Several ended recordings submitted together: one vkQueueSubmit, one fence (a viewer's frame:
+// the step and the maps). Submission order inside the batch is the vector's order; each
+// recording's leading barrier orders it after the ones before. At most one batch in flight.
+class Batch {
+ public:
+  explicit Batch(Context& ctx);
+  ~Batch();
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+  // Waits for the previous batch (and for any earlier submission of these recorders) first.
+  Status submit(const std::vector<Recorder*>& recs);
+  bool in_flight() const { return in_flight_; }
+  bool done();    // never blocks: true when nothing is in flight or the fence has signalled
+  Status wait();  // blocks; then reads every member's timings
+
+ private:
+  Context& ctx_;
+  VkFence fence_ = VK_NULL_HANDLE;
+  bool in_flight_ = false;
+  std::vector<Recorder*> members_;
+  Status init_;
 };
 
 }  // namespace rfa::gpu

@@ -21,8 +21,7 @@ struct Heatmap::Impl {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkImageView view = VK_NULL_HANDLE;
   gpu::Buffer pixels, ahat, a;
-  std::unique_ptr<gpu::Recorder> rec;
-  double probe_ms = 0, colormap_ms = 0;
+  std::unique_ptr<gpu::Recorder> rec;  // probe -> colour map -> image, one recording per render
   HeatmapRequest last;
 
   ~Impl() {
@@ -120,8 +119,18 @@ VkImage Heatmap::image() const { return impl_->image; }
 VkImageView Heatmap::view() const { return impl_->view; }
 int Heatmap::width() const { return impl_->width; }
 int Heatmap::height() const { return impl_->height; }
-double Heatmap::last_probe_ms() const { return impl_->probe_ms; }
-double Heatmap::last_colormap_ms() const { return impl_->colormap_ms; }
+double Heatmap::last_probe_ms() const {
+  double ms = 0;
+  if (impl_->rec && !impl_->rec->in_flight())
+    for (const auto& t : impl_->rec->timings()) ms += t.label == "colormap" ? 0.0 : t.ms;
+  return ms;
+}
+double Heatmap::last_colormap_ms() const {
+  double ms = 0;
+  if (impl_->rec && !impl_->rec->in_flight())
+    for (const auto& t : impl_->rec->timings()) ms += t.label == "colormap" ? t.ms : 0.0;
+  return ms;
+}
 const HeatmapRequest& Heatmap::last_request() const { return impl_->last; }
 
 Result<std::unique_ptr<Heatmap>> Heatmap::create(Context& ctx, int width, int height) {
@@ -172,7 +181,7 @@ Result<std::unique_ptr<Heatmap>> Heatmap::create(Context& ctx, int width, int he
   VK_TRY(vkCreateImageView(dev, &vi, nullptr, &impl->view));
 
   RFA_TRY(ensure(g, impl->pixels, (uint64_t)width * height * 4, "heatmap pixels"));
-  impl->rec = std::make_unique<gpu::Recorder>(g);
+  impl->rec = std::make_unique<gpu::Recorder>(g, gpu::GpuTiming::per_dispatch);
 
   // Cleared to "pending" and ready for sampling before anything is rendered.
   const VkPipelineStageFlags reader = reader_stage(g);
@@ -192,8 +201,8 @@ Result<std::unique_ptr<Heatmap>> Heatmap::create(Context& ctx, int width, int he
 
 namespace probe {
 
-Status render_heatmap(gpu::Context& g, Heatmap& map, const HeatmapRequest& req, bool causal, int pr0, int pr1, int pc0,
-                      int pc1, const RecordProbe& record_probe) {
+Result<gpu::Recorder*> record_heatmap(gpu::Context& g, Heatmap& map, const HeatmapRequest& req, bool causal, int pr0,
+                                      int pr1, int pc0, int pc1, const RecordProbe& record_probe) {
   Heatmap::Impl& M = map.impl();
   if (M.g != &g)
     return Status(Code::invalid_argument, "render_attention: the heatmap was created on another context");
@@ -208,6 +217,8 @@ Status render_heatmap(gpu::Context& g, Heatmap& map, const HeatmapRequest& req, 
   auto pipe = g.pipelines().get("colormap", 2, sizeof(ColormapPush));
   if (!pipe) return pipe.status();
 
+  // One recording: probe -> colour map -> the image (moved to TRANSFER_DST and back around the
+  // copy, so that every later submission on this queue samples the new pixels).
   gpu::Recorder& R = *M.rec;
   RFA_TRY(R.begin());
   Status st = probed ? record_probe(R, M.ahat, M.a) : Status::Ok();
@@ -218,38 +229,13 @@ Status render_heatmap(gpu::Context& g, Heatmap& map, const HeatmapRequest& req, 
                       req.log_scale ? 1u : 0u, req.vmax, req.decades, kHeatmapMasked, kHeatmapPending};
     R.dispatch(**pipe, {gpu::in(req.decayed ? M.a : M.ahat), gpu::out(M.pixels)}, &push, ((uint32_t)M.width + 7) / 8,
                ((uint32_t)M.height + 7) / 8, 1, "colormap");
+    R.copy_to_image(M.pixels, M.image, (uint32_t)M.width, (uint32_t)M.height, reader_stage(g));
   }
-  Status s2 = R.submit_and_wait();
+  Status e = R.end();
   RFA_TRY(g.note(st));
-  RFA_TRY(g.note(s2));
-  M.probe_ms = M.colormap_ms = 0;
-  for (const auto& t : R.timings()) (t.label == "colormap" ? M.colormap_ms : M.probe_ms) += t.ms;
-
-  // The pixels reach the image on the same queue: a barrier orders the copy after the colour-map
-  // writes of the earlier submission, and the final transition makes the image visible to the
-  // sampling stage of every later submission on this queue.
-  const VkPipelineStageFlags reader = reader_stage(g);
-  const gpu::Buffer& px = M.pixels;
-  VkImage image = M.image;
-  const uint32_t W = (uint32_t)M.width, H = (uint32_t)M.height;
-  RFA_TRY(g.submit_once([&](VkCommandBuffer cb) {
-    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr,
-                         0, nullptr);
-    image_barrier(cb, image, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, reader,
-                  VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
-    VkBufferImageCopy c{};
-    c.bufferOffset = px.offset;
-    c.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
-    c.imageExtent = {W, H, 1};
-    vkCmdCopyBufferToImage(cb, px.vk, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &c);
-    image_barrier(cb, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
-                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, reader, VK_ACCESS_SHADER_READ_BIT);
-  }));
+  RFA_TRY(g.note(e));
   M.last = req;
-  return Status::Ok();
+  return &R;
 }
 
 }  // namespace probe

@@ -34,6 +34,20 @@ ModelInfo model_info(const Model& m) {
 
 const AttentionParams& layer_params(const Model& m, int layer) { return m.layer(layer).params; }
 
+Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std::vector<double>& lags) {
+  if (layer < 0 || layer >= m.num_layers() || head < 0 || head >= m.n_heads)
+    return Status(Code::invalid_argument, "head_curves: layer " + std::to_string(layer) + ", head " +
+                                              std::to_string(head) + " out of range");
+  const ref::Curves c = ref::curves(m.layer(layer).params, head, lags);
+  KernelCurves k;
+  k.lags = lags;
+  k.decay = c.E;
+  k.vcov = c.vcov;
+  k.precision = c.P;
+  k.bias = c.B;
+  return k;
+}
+
 std::vector<HeadSummary> head_summaries(const Model& m) {
   std::vector<HeadSummary> out;
   for (int l = 0; l < m.num_layers(); ++l) {

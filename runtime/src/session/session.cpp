@@ -122,6 +122,9 @@ Status Session::Impl::check_probe(int layer, int head, int b, int r0, int r1, in
   if (head < 0 || head >= model->n_heads)
     return Status(Code::invalid_argument, "probe: head " + std::to_string(head) + " out of range");
   if (b < 0 || b >= batch) return Status(Code::invalid_argument, "probe: batch row " + std::to_string(b) + " out of range");
+  if (in_frame)
+    return Status(Code::invalid_argument, "probe inside an open frame (it would run ahead of the frame's step); "
+                                          "call it after end_frame()");
   if (r0 < oldest() || r1 > filled || r0 >= r1 || c0 < oldest() || c1 > filled || c0 >= c1)
     return Status(Code::invalid_argument, "probe: rectangle rows [" + std::to_string(r0) + "," + std::to_string(r1) +
                                               ") x cols [" + std::to_string(c0) + "," + std::to_string(c1) +
@@ -133,7 +136,39 @@ Status Session::Impl::check_probe(int layer, int head, int b, int r0, int r1, in
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() {
   // Nothing may still run on the GPU with this session's buffers.
+  impl_->settle_frame();
   for (auto& p : impl_->plans) p.rec->wait();
+}
+
+Status Session::begin_frame() {
+  Impl& I = *impl_;
+  if (I.in_frame) return Status(Code::invalid_argument, "begin_frame: a frame is already open; call end_frame() first");
+  RFA_TRY(I.settle_frame());
+  if (!I.frame_batch) I.frame_batch = std::make_unique<gpu::Batch>(*I.g);
+  I.frame_recs.clear();
+  I.in_frame = true;
+  return Status::Ok();
+}
+
+Status Session::end_frame() {
+  Impl& I = *impl_;
+  if (!I.in_frame) return Status(Code::invalid_argument, "end_frame without begin_frame");
+  I.in_frame = false;
+  Status s = I.frame_batch->submit(I.frame_recs);
+  I.frame_recs.clear();
+  return s;
+}
+
+bool Session::frame_done() {
+  Impl& I = *impl_;
+  if (I.in_frame) return false;
+  if (I.frame_batch && I.frame_batch->in_flight() && !I.frame_batch->done()) return false;
+  return I.settle_frame().ok();
+}
+
+Status Session::wait_frame() {
+  if (impl_->in_frame) return Status(Code::invalid_argument, "wait_frame inside an open frame; call end_frame() first");
+  return impl_->settle_frame();
 }
 
 Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<const Model> model,
@@ -192,6 +227,7 @@ Status Session::step_values(const std::vector<float>& values, const std::vector<
 
 void Session::reset() {
   Impl& I = *impl_;
+  I.settle_frame();
   for (auto& p : I.plans) p.rec->wait();
   I.filled = 0;
   for (auto& t : I.host_t) t.reset((size_t)I.capacity + 1);

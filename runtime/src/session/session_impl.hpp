@@ -110,6 +110,23 @@ struct Session::Impl {
   uint64_t plan_clock = 0;
   gpu::Recorder* last_rec = nullptr;  // the plan that ran last (timings)
   std::unique_ptr<gpu::Recorder> probe_rec;
+  // An asynchronous frame: recordings queued between begin_frame() and end_frame(), submitted as
+  // one batch; the step's outputs are copied out when the batch is done.
+  bool in_frame = false;
+  std::vector<gpu::Recorder*> frame_recs;
+  std::unique_ptr<gpu::Batch> frame_batch;
+  struct PendingOutputs {
+    bool pending = false;
+    int frame = 0, n = 0;
+    gpu::Recorder* rec = nullptr;
+  } frame_out;
+  // watch_row(): a probe of one row recorded into the frame, read back when it is done.
+  std::unique_ptr<gpu::Recorder> watch_rec;
+  gpu::Buffer watch_ahat, watch_a, watch_diag, watch_out;
+  WatchedRow watched, watch_pending;
+  bool watch_queued = false;
+  Status finish_frame();  // after the batch completed: outputs, timings
+  Status settle_frame();  // waits for a frame batch in flight, then finish_frame()
   gpu::Buffer probe_out;  // readback of probes
   std::vector<float> outputs;
   int last_count = 0;

@@ -133,6 +133,7 @@ Result<KernelCurves> Session::curves(int layer, int head, const std::vector<doub
   if (layer < 0 || layer >= (int)I.layers.size() || head < 0 || head >= I.model->n_heads)
     return Status(Code::invalid_argument, "curves: layer/head out of range");
   if (lags.empty()) return Status(Code::invalid_argument, "curves: no lags");
+  if (I.in_frame) return Status(Code::invalid_argument, "curves inside an open frame; call it after end_frame()");
   const int H = I.model->n_heads, n = (int)lags.size();
   std::vector<float> lf(lags.begin(), lags.end());
   auto lb = I.g->upload_new(lf, "curve lags");
@@ -169,19 +170,82 @@ Status Session::render_attention(Heatmap& map, const HeatmapRequest& req) {
   const int pc0 = std::clamp(req.c0, lo, I.filled), pc1 = std::clamp(req.c1, lo, I.filled);
   LayerGpu& L = I.layers[(size_t)req.layer];
   const bool causal = L.attn->params().sw.causal;
-  return probe::render_heatmap(*I.g, map, req, causal, pr0, pr1, pc0, pc1,
-                               [&](gpu::Recorder& rec, gpu::Buffer& ahat, gpu::Buffer& a) {
-                                 return ops::record_rfa_probe(*I.g, rec, *L.attn, L.cache, I.timestamps,
-                                                              (uint32_t)req.b, (uint32_t)req.head, (uint32_t)pr0,
-                                                              (uint32_t)pr1, (uint32_t)pc0, (uint32_t)pc1, ahat, a);
-                               });
+  auto rec = probe::record_heatmap(*I.g, map, req, causal, pr0, pr1, pc0, pc1,
+                                   [&](gpu::Recorder& rec, gpu::Buffer& ahat, gpu::Buffer& a) {
+                                     return ops::record_rfa_probe(*I.g, rec, *L.attn, L.cache, I.timestamps,
+                                                                  (uint32_t)req.b, (uint32_t)req.head, (uint32_t)pr0,
+                                                                  (uint32_t)pr1, (uint32_t)pc0, (uint32_t)pc1, ahat, a);
+                                   });
+  if (!rec) return rec.status();
+  if (I.in_frame) {
+    I.frame_recs.push_back(*rec);  // with the frame's step, in one submission
+    return Status::Ok();
+  }
+  ++I.submits;
+  RFA_TRY((*rec)->submit());
+  return (*rec)->wait();
 }
 
 }  // namespace rfa
 
 namespace rfa {
 
-Result<std::vector<WindowTruncation>> Session::window_report(int b) {
+Status Session::watch_row(int layer, int head, int b, int row, bool decayed, const double thresholds[4]) {
+  Impl& I = *impl_;
+  if (!I.in_frame) return Status(Code::invalid_argument, "watch_row belongs in a frame (between begin_frame and end_frame)");
+  if (layer < 0 || layer >= (int)I.layers.size() || head < 0 || head >= I.model->n_heads || b < 0 || b >= I.batch)
+    return Status(Code::invalid_argument, "watch_row: layer, head or batch row out of range");
+  LayerGpu& L = I.layers[(size_t)layer];
+  const bool causal = L.attn->params().sw.causal;
+  const int first = causal ? std::max(I.oldest(), I.window > 0 ? row - I.window + 1 : 0) : I.oldest();
+  const int last = causal ? row + 1 : I.filled;
+  if (row < I.oldest() || row >= I.filled)
+    return Status(Code::invalid_argument, "watch_row: row " + std::to_string(row) + " outside positions [" +
+                                              std::to_string(I.oldest()) + ", " + std::to_string(I.filled) + ")");
+  const uint64_t cols = (uint64_t)(last - first);
+  auto grow = [&](gpu::Buffer& buf, uint64_t bytes, gpu::MemoryKind kind, const char* what) -> Status {
+    if (buf.valid() && buf.size >= bytes) return Status::Ok();
+    buf.release();
+    auto r = I.g->allocator().allocate(bytes, kind, what);
+    if (!r) return r.status();
+    buf = r.take();
+    return Status::Ok();
+  };
+  // (begin_frame() waited for the previous frame: the watch buffers are free.)
+  RFA_TRY(grow(I.watch_ahat, cols * 4, gpu::MemoryKind::device, "watched row Ahat"));
+  RFA_TRY(grow(I.watch_a, cols * 4, gpu::MemoryKind::device, "watched row A"));
+  RFA_TRY(grow(I.watch_diag, 8 * 4, gpu::MemoryKind::device, "watched row diagnostics"));
+  RFA_TRY(grow(I.watch_out, (cols + 8) * 4, gpu::MemoryKind::readback, "watched row readback"));
+  if (!I.watch_rec) I.watch_rec = std::make_unique<gpu::Recorder>(*I.g, gpu::GpuTiming::none);
+  float th[4];
+  for (int k = 0; k < 4; ++k) th[k] = (float)thresholds[k];
+  gpu::Recorder& R = *I.watch_rec;
+  RFA_TRY(R.begin());
+  Status s = ops::record_rfa_probe(*I.g, R, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head, (uint32_t)row,
+                                   (uint32_t)row + 1, (uint32_t)first, (uint32_t)last, I.watch_ahat, I.watch_a);
+  if (s.ok())
+    s = ops::record_rfa_row_diagnostics(*I.g, R, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head,
+                                        (uint32_t)row, (uint32_t)row + 1, th, I.watch_diag);
+  R.copy(decayed ? I.watch_a : I.watch_ahat, I.watch_out, cols * 4);
+  R.copy(I.watch_diag, I.watch_out, 8 * 4, 0, cols * 4);
+  Status e = R.end();
+  RFA_TRY(s);
+  RFA_TRY(e);
+  I.frame_recs.push_back(&R);
+  I.watch_pending = WatchedRow{};
+  I.watch_pending.layer = layer;
+  I.watch_pending.head = head;
+  I.watch_pending.b = b;
+  I.watch_pending.row = row;
+  I.watch_pending.first_key = first;
+  I.watch_pending.decayed = decayed;
+  I.watch_queued = true;
+  return Status::Ok();
+}
+
+const WatchedRow& Session::watched_row() const { return impl_->watched; }
+
+Result<std::vector<WindowTruncation>> Session::window_report(int b, bool measure) {
   Impl& I = *impl_;
   if (I.window == 0) return Status(Code::invalid_argument, "window_report: this session has no window");
   if (b < 0 || b >= I.batch) return Status(Code::invalid_argument, "window_report: batch row " + std::to_string(b) + " out of range");
@@ -206,7 +270,7 @@ Result<std::vector<WindowTruncation>> Session::window_report(int b) {
       const ref::Curves c = ref::curves(p, h, {0.0, edge});
       w.decay_bound = evicted ? c.E[1] : 0.0;
       w.precision_ratio = evicted && c.P[0] > 0 ? c.P[1] / c.P[0] : 0.0;
-      if (std::isfinite(thr)) {
+      if (measure && std::isfinite(thr)) {
         const double thresholds[4] = {thr, thr, thr, thr};
         auto d = row_diagnostics(l, h, b, i, i + 1, thresholds);
         if (!d) return d.status();

@@ -234,7 +234,7 @@ Status Session::Impl::run_once(const int64_t* ids_in, const float* values, int n
   auto plan = plan_for((uint32_t)n, f);
   if (!plan) return plan.status();
   gpu::Recorder& R = *(*plan)->rec;
-  RFA_TRY(R.wait());  // the frame's buffers are free once its last submission is done
+  RFA_TRY(R.wait());  // (no-op after settle_frame: nothing of this session is in flight)
   // The step's inputs, straight into host-visible memory: no staging, no extra submission.
   const uint32_t span[4] = {(uint32_t)filled, (uint32_t)(filled + n), 0, 0};
   std::memcpy(F.span.mapped, span, sizeof(span));
@@ -250,19 +250,15 @@ Status Session::Impl::run_once(const int64_t* ids_in, const float* values, int n
     std::memcpy(F.input.mapped, values, in_bytes);
   }
   bytes_up += sizeof(span) + (size_t)rows * 8 + in_bytes;
-  RFA_TRY(R.submit());
-  ++submits;
-  RFA_TRY(R.wait());
-  last_rec = &R;
-  gpu_ms = R.gpu_ms_total();
-
-  const int out_rows = last_only ? batch : (int)rows;
-  const size_t out_floats = (size_t)out_rows * info.output_dim;
-  outputs.resize(out_floats);
-  std::memcpy(outputs.data(), F.output.mapped, out_floats * 4);
-  bytes_down += out_floats * 4;
-  last_count = n;
-  out_count = last_only ? 1 : n;
+  frame_out = {true, f, n, &R};
+  if (in_frame) {
+    frame_recs.push_back(&R);  // submitted with the frame's maps by end_frame()
+  } else {
+    RFA_TRY(R.submit());
+    ++submits;
+    RFA_TRY(R.wait());
+    RFA_TRY(finish_frame());
+  }
   for (int b = 0; b < batch; ++b)
     for (int i = 0; i < n; ++i) host_t[(size_t)b].put(filled + i, times[(size_t)b * n + i]);
   filled += n;
@@ -270,9 +266,53 @@ Status Session::Impl::run_once(const int64_t* ids_in, const float* values, int n
   return Status::Ok();
 }
 
+Status Session::Impl::settle_frame() {
+  if (!frame_batch || !frame_batch->in_flight()) return finish_frame();
+  RFA_TRY(frame_batch->wait());
+  ++submits;
+  return finish_frame();
+}
+
+// The step's results, once its submission has completed: outputs from the frame's readback.
+Status Session::Impl::finish_frame() {
+  if (watch_queued) {
+    watch_queued = false;
+    watched = watch_pending;
+    const size_t cols = (size_t)(watched.row - watched.first_key + 1);
+    const float* p = reinterpret_cast<const float*>(watch_out.mapped);
+    watched.weights.assign(p, p + cols);
+    const float* d = p + cols;
+    watched.diagnostics.entropy = d[0];
+    watched.diagnostics.log_partition = d[1];
+    watched.diagnostics.max_weight = d[2];
+    watched.diagnostics.expected_lag = d[3];
+    for (int k = 0; k < 4; ++k) watched.diagnostics.mass_beyond[k] = d[4 + k];
+    watched.valid = true;
+    bytes_down += (cols + 8) * 4;
+  }
+  if (!frame_out.pending) return Status::Ok();
+  frame_out.pending = false;
+  gpu::Recorder& R = *frame_out.rec;
+  last_rec = &R;
+  gpu_ms = R.gpu_ms_total();
+  const int n = frame_out.n;
+  const int out_rows = last_only ? batch : batch * n;
+  const size_t out_floats = (size_t)out_rows * info.output_dim;
+  outputs.resize(out_floats);
+  std::memcpy(outputs.data(), frames[(size_t)frame_out.frame].output.mapped, out_floats * 4);
+  bytes_down += out_floats * 4;
+  last_count = n;
+  out_count = last_only ? 1 : n;
+  return Status::Ok();
+}
+
 Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts) {
   const auto t0 = std::chrono::steady_clock::now();
   RFA_TRY(g->usable());
+  // A frame still in flight reads the frame buffers this call is about to write.
+  if (!in_frame) RFA_TRY(settle_frame());
+  if (in_frame && frame_out.pending)
+    return Status(Code::invalid_argument, "one prefill/step per frame: feed the frame's positions in one call");
   std::vector<double> times;
   RFA_TRY(validate(ids_in, values, n, ts, &times));  // the whole input, before the first piece runs
   // Pieces: at most max_chunk positions, and no more outputs than one storage buffer holds.
@@ -284,6 +324,9 @@ Status Session::Impl::run(const int64_t* ids_in, const float* values, int n, con
   // A non-causal model cannot be split: every position sees the whole sequence.
   if (n <= chunk || !model->layer(0).params.sw.causal) {
     RFA_TRY(run_once(ids_in, values, n, times));
+  } else if (in_frame) {
+    return Status(Code::invalid_argument, "a frame's step takes at most " + std::to_string(chunk) +
+                                              " positions per batch row; " + std::to_string(n) + " given");
   } else {
     const int d = std::max(info.input_dim, 1);
     std::vector<std::vector<float>> per_row((size_t)batch);
