@@ -163,6 +163,29 @@ int main(int argc, char** argv) {
   CHECK(rfa_session_prefill_values(s, x, 8, NULL) == RFA_ERROR_INPUT);
 
   rfa_session_destroy(s);
+
+  /* A sliding window of 3: a stream of 40 positions through a session whose max_context is 16. */
+  rfa_session_options so;
+  rfa_session_options_default(&so);
+  CHECK(so.batch == 1 && so.window == 0 && so.max_context > 0);
+  so.window = 3;
+  so.max_context = 16;
+  CHECK(rfa_session_create_ex(ctx, model, &so, &s) == RFA_OK && s);
+  for (int i = 0; i < 40; ++i) CHECK(rfa_session_prefill_values(s, x + (i % 8) * DE, 1, NULL) == RFA_OK);
+  CHECK(rfa_session_position(s) == 40 && rfa_session_oldest_position(s) > 0);
+  rfa_window_truncation wt[8];
+  int nw = 0;
+  CHECK(rfa_session_window_report(s, 0, 1, wt, 8, &nw) == RFA_OK && nw == H);
+  CHECK(fabs(wt[1].edge_lag - 3.0) < 1e-9);                 /* t = positions: the newest evicted key is 3 back */
+  CHECK(rfa_model_head(model, 0, 1, &hi) == RFA_OK);
+  CHECK(fabs(wt[1].decay_bound - exp(-hi.mu * (3.0 + hi.lag_shift))) < 1e-6);  /* E = exp(-mu (lag + s)) */
+  CHECK(wt[1].edge_mass >= 0.0 && wt[1].edge_mass <= 1.0);
+  CHECK(rfa_session_window_report(s, 0, 0, wt, 1, &nw) == RFA_ERROR_INVALID_ARGUMENT);  /* capacity too small */
+  rfa_session_stats st;
+  CHECK(rfa_session_get_stats(s, &st) == RFA_OK && st.submits >= 40 && st.plans_recorded >= 1);
+  float probe1;
+  CHECK(rfa_session_attention(s, 0, 1, 0, 0, 1, 0, 1, 0, &probe1) == RFA_ERROR_INVALID_ARGUMENT);  /* evicted */
+  rfa_session_destroy(s);
   rfa_model_destroy(model);
   CHECK(rfa_context_validation_messages(ctx) == 0);
   rfa_context_destroy(ctx);

@@ -66,6 +66,16 @@ rfa_status rfa_model_head(const rfa_model* model, int layer, int head, rfa_head_
 
 rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batch, int max_context,
                               rfa_session** out);
+/* Every session option. Start from rfa_session_options_default(). window > 0: a sliding-window KV
+ * cache (each position sees its last `window` keys; a stream runs without end; max_context is then
+ * ignored). last_output_only: outputs of each row's last position only. profile: per-kernel GPU
+ * timing. */
+typedef struct rfa_session_options {
+  int batch, max_context, window, last_output_only, profile;
+} rfa_session_options;
+void rfa_session_options_default(rfa_session_options* o);
+rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const rfa_session_options* options,
+                                 rfa_session** out);
 void rfa_session_destroy(rfa_session* s);
 /* Feeds n positions per batch row. ids: [batch*n] (LMs); values: [batch*n*input_dim] (others).
  * timestamps: [batch*n] or NULL (then t = position). step = prefill with n = 1. */
@@ -73,6 +83,22 @@ rfa_status rfa_session_prefill_tokens(rfa_session* s, const int64_t* ids, int n,
 rfa_status rfa_session_prefill_values(rfa_session* s, const float* values, int n, const double* timestamps);
 rfa_status rfa_session_reset(rfa_session* s);
 int rfa_session_position(const rfa_session* s);
+/* The oldest position still in the caches (0 without a window): probes reach [oldest, position). */
+int rfa_session_oldest_position(const rfa_session* s);
+/* What a sliding window cuts off, per (layer, head), for the newest position of batch row b: see
+ * rfa::WindowTruncation in rfa/session.hpp. Writes up to `capacity` entries (layers * heads are
+ * needed) and their number into *count. measure = 0 skips the GPU-measured edge_mass. */
+typedef struct rfa_window_truncation {
+  int layer, head;
+  double edge_lag, decay_bound, precision_ratio, edge_mass;
+} rfa_window_truncation;
+rfa_status rfa_session_window_report(rfa_session* s, int b, int measure, rfa_window_truncation* out, int capacity,
+                                     int* count);
+/* Submissions and bytes moved since the session was created (see rfa::SessionStats). */
+typedef struct rfa_session_stats {
+  uint64_t submits, bytes_up, bytes_down, plans_recorded;
+} rfa_session_stats;
+rfa_status rfa_session_get_stats(const rfa_session* s, rfa_session_stats* out);
 /* Outputs of the last prefill/step, [batch][count][output_dim]: copies up to `capacity` floats
  * into `out` and reports the count of positions and the total number of floats. */
 rfa_status rfa_session_outputs(const rfa_session* s, float* out, size_t capacity, int* count, size_t* floats);

@@ -169,6 +169,57 @@ rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batc
   });
 }
 
+void rfa_session_options_default(rfa_session_options* o) {
+  if (!o) return;
+  const rfa::SessionOptions d;
+  *o = {d.batch, d.max_context, d.window, d.last_output_only ? 1 : 0, d.profile ? 1 : 0};
+}
+
+rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const rfa_session_options* options,
+                                 rfa_session** out) {
+  if (!ctx || !model || !options || !out) return invalid("ctx, model, options or out is NULL");
+  *out = nullptr;
+  return guarded([&] {
+    rfa::SessionOptions o;
+    o.batch = options->batch;
+    o.max_context = options->max_context;
+    o.window = options->window;
+    o.last_output_only = options->last_output_only != 0;
+    o.profile = options->profile != 0;
+    auto s = rfa::Session::create(*ctx->ctx, model->model, o);
+    if (!s) return to_c(s.status());
+    *out = new rfa_session{s.take()};
+    return RFA_OK;
+  });
+}
+
+int rfa_session_oldest_position(const rfa_session* s) { return s ? s->session->oldest_position() : 0; }
+
+rfa_status rfa_session_window_report(rfa_session* s, int b, int measure, rfa_window_truncation* out, int capacity,
+                                     int* count) {
+  if (!s || !count || (capacity > 0 && !out)) return invalid("session, count or out is NULL");
+  return guarded([&] {
+    auto r = s->session->window_report(b, measure != 0);
+    if (!r) return to_c(r.status());
+    if ((int)r->size() > capacity)
+      return to_c(rfa::Status(rfa::Code::invalid_argument, "window report: " + std::to_string(r->size()) +
+                                                               " entries, capacity " + std::to_string(capacity)));
+    for (size_t k = 0; k < r->size(); ++k) {
+      const rfa::WindowTruncation& w = (*r)[k];
+      out[k] = {w.layer, w.head, w.edge_lag, w.decay_bound, w.precision_ratio, w.edge_mass};
+    }
+    *count = (int)r->size();
+    return RFA_OK;
+  });
+}
+
+rfa_status rfa_session_get_stats(const rfa_session* s, rfa_session_stats* out) {
+  if (!s || !out) return invalid("session or out is NULL");
+  const rfa::SessionStats st = s->session->stats();
+  *out = {st.submits, st.bytes_up, st.bytes_down, st.plans_recorded};
+  return RFA_OK;
+}
+
 void rfa_session_destroy(rfa_session* s) { delete s; }
 
 static std::vector<double> copy_ts(const rfa_session* s, const double* ts, int n) {
