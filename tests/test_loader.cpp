@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/loader.hpp"
+#include "rfa/session.hpp"
 #include "model/safetensors.hpp"
 #include "model/tokenizer.hpp"
 #include "test_support.hpp"

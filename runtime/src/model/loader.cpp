@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <set>
 
+#include "model/physics.hpp"
+
 namespace rfa {
 
-double torch_softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
-double torch_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 namespace {
 
@@ -165,7 +165,7 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
   RFA_ASSIGN(layer.wv, load_linear(r, p + "W_v", de, 2 * a.d_v_total));
   RFA_ASSIGN(layer.wo, load_linear(r, p + "W_o", 2 * a.d_v_total, de));
 
-  RawAttentionParams raw;
+  physics::RawAttentionParams raw;
   const std::vector<int64_t> h = {H};
   // learn_decay keeps mu_v = logit(mu0), which is -inf for the mu0 = 0 heads: sigmoid(-inf) = 0 is
   // well defined there, so infinities are allowed (NaN is not).
@@ -203,7 +203,7 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
   // Derived buffers (pure functions of the length; 192 MiB per layer in the reference).
   for (const char* b : {"t_measure", "abs_idx", "causal_mask"}) r.ignore(p + b);
 
-  auto params = physical_params(cfg, raw);
+  auto params = physics::physical_params(cfg, raw);
   if (!params) return params.status();
   layer.params = params.take();
   return layer;
@@ -218,145 +218,6 @@ std::string folder_name(const std::string& dir) {
 
 }  // namespace
 
-Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttentionParams& raw) {
-  const ReferenceArgs& a = cfg.args;
-  const int H = a.n_heads, D = cfg.head_dim();
-  const double eps = a.epsilon;
-  AttentionParams out;
-  out.heads = H;
-  out.dim = D;
-  auto need = [&](const std::vector<double>& v, size_t n, const char* what) -> Status {
-    if (v.size() == n) return Status::Ok();
-    return make_error(Code::invalid_argument, std::string("physical_params: ") + what + ": " +
-                                                  std::to_string(n) + " values expected, " +
-                                                  std::to_string(v.size()) + " given");
-  };
-  for (auto [v, name] : {std::pair{&raw.mu_v, "mu_v"}, {&raw.sigma_v, "sigma_v"}, {&raw.sigma_tilde_v, "sigma_tilde_v"},
-                         {&raw.eta_v, "eta_v"}, {&raw.gamma_v, "gamma_v"}, {&raw.tau_param, "tau_param"},
-                         {&raw.nu_param, "nu_param"}})
-    RFA_TRY(need(*v, (size_t)H, name));
-  RFA_TRY(need(raw.omega_v, (size_t)H * (a.use_complex_conj_constraint ? D / 2 : D), "omega_v"));
-  if (a.learn_t_shift) RFA_TRY(need(raw.t_shift_param, (size_t)H, "t_shift_param"));
-  const bool gate = a.use_inner_residual && a.use_total_precision_gate == 1;
-  if (gate) {
-    RFA_TRY(need(raw.P_prior_log, (size_t)H, "P_prior_log"));
-    RFA_TRY(need(raw.P_scale_log, (size_t)H, "P_scale_log"));
-  }
-  const bool colored = a.use_colored_prior && !a.learn_decay;
-  if (colored)
-    for (auto [v, name] : {std::pair{&raw.c_exp_v, "c_exp_v"}, {&raw.beta_exp_v, "beta_exp_v"}, {&raw.a_per_v, "a_per_v"},
-                           {&raw.b_per_v, "b_per_v"}, {&raw.omega_per_v, "omega_per_v"}})
-      RFA_TRY(need(*v, (size_t)H, name));
-  const size_t HD = (size_t)H * D;
-  if (a.use_complex_input_norm == 1) {
-    RFA_TRY(need(raw.cn_q, HD, "cn_q.gamma"));
-    RFA_TRY(need(raw.cn_k, HD, "cn_k.gamma"));
-    RFA_TRY(need(raw.cn_v, HD, "cn_v.gamma"));
-  }
-  if (a.use_complex_output_norm) RFA_TRY(need(raw.cn_o, HD, "cn_o.gamma"));
-
-  // ---- switches (§4.3 order: learn_decay, colored, ss_process_noise, default) ----
-  AttentionSwitches& sw = out.sw;
-  sw.covariance = a.learn_decay            ? Covariance::residual_diffusion
-                  : a.use_colored_prior    ? Covariance::colored
-                  : a.use_ss_process_noise ? Covariance::hybrid
-                                           : Covariance::ou_rate;
-  sw.additive_bias = (AdditiveBias)a.additive_bias_type;      // 0 none, 1 -log V, 2 linear in lag
-  sw.precision = (RobustPrecision)a.multiplicative_bias_type;  // 0 1/sqrt(d), 1 1/(nu V), 2 1/(s2 lag + eta2)
-  sw.robust = a.use_robust_weight;
-  sw.full_residual = a.use_full_residual_norm;
-  sw.counter_rotate = a.rotate_values;
-  // The mask comes from forward(causal=...): True in the LM's evaluation and in the signal
-  // predictor; args.causal lets a config turn it off (it has no other effect in the reference).
-  sw.causal = a.causal;
-  sw.shift_rotation = true;  // the reference rotates by e^{i omega s} whenever a shift is active
-  sw.gate = gate;
-  sw.complex_input_norm = a.use_complex_input_norm == 1;
-  sw.complex_output_norm = a.use_complex_output_norm;
-  sw.min_exponent = a.min_exponent;
-  sw.max_exponent = a.max_exponent;
-  sw.cov_floor = 0.01;  // cov_epsilon in every reference covariance
-
-  // ---- decay scale (§3.1) ----
-  double scale_r = 1.0;
-  if (a.scale_decay_by_time_interval)
-    scale_r = (a.learn_decay ? a.max_learned_decay : a.max_fixed_decay) / (double)(a.seq_len - 1);
-
-  // ---- lag shift (§4.1) ----
-  // learn_t_shift: softplus(t_shift_param), whatever t_shift forward() receives. Otherwise the
-  // scalar forward() receives: the signal predictor (ETT_NextStep_Predictor) always passes 1; the
-  // LM passes none, and args.t_shift stands for an explicit one. None or 0 means no shift.
-  double fixed_shift = 0.0;
-  if (cfg.arch == Architecture::signal) fixed_shift = 1.0;
-  else if (a.t_shift) fixed_shift = *a.t_shift;
-
-  // zero_rotations zeroes omega_v at initialisation; the reference never zeroes it in forward(), so
-  // with learn_rotations the stored (learned from zero) values are used.
-  const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
-  out.head.resize((size_t)H);
-  out.omega.assign(HD, 0.0);
-  for (int hh = 0; hh < H; ++hh) {
-    HeadParams& hp = out.head[(size_t)hh];
-    const size_t i = (size_t)hh;
-    hp.mu = a.learn_decay ? scale_r * torch_sigmoid(raw.mu_v[i]) + eps : scale_r * raw.mu_v[i];
-    hp.sigma2 = a.zero_process_noise ? 0.0 : torch_softplus(raw.sigma_v[i]);
-    hp.s2t = a.zero_process_noise ? 0.0 : torch_softplus(raw.sigma_tilde_v[i]);
-    hp.eta2 = a.zero_key_measurement_noise ? 0.0 : torch_softplus(raw.eta_v[i]) + eps;
-    hp.gamma2 = torch_softplus(raw.gamma_v[i]) + eps;
-    const double sp_nu = torch_softplus(raw.nu_param[i]);
-    hp.nu = D * sp_nu + 2.0 + eps;
-    hp.kappa = (hp.nu + D) / D;
-    hp.tau = torch_softplus(raw.tau_param[i]) + eps;
-    hp.lag_shift = a.learn_t_shift ? torch_softplus(raw.t_shift_param[i]) : fixed_shift;
-    if (colored) {
-      hp.c_exp = torch_softplus(raw.c_exp_v[i]);
-      hp.beta_exp = torch_softplus(raw.beta_exp_v[i]);
-      // The periodic amplitude is squashed below a floor so V stays positive (§4.3 item 2).
-      const double v_zero = hp.eta2 + hp.gamma2;
-      const double v_inf = hp.sigma2 / (2.0 * hp.mu + eps) + hp.gamma2;
-      const double floor = 0.95 * std::min(v_zero, v_inf);
-      const double ar = raw.a_per_v[i], br = raw.b_per_v[i];
-      const double amp = std::sqrt(ar * ar + br * br + 1e-8);
-      const double scale = (floor / amp) * std::tanh(amp / floor);
-      hp.a_per = ar * scale;
-      hp.b_per = br * scale;
-      hp.omega_per = raw.omega_per_v[i];
-    }
-    if (gate) {
-      hp.gate_prior_log = raw.P_prior_log[i];
-      hp.gate_scale_log = raw.P_scale_log[i];
-      const double nu_g = D * (sp_nu + 2.0 + eps);  // differs from nu: the 2 is multiplied by d (§8)
-      hp.gate_c = std::log(nu_g - 2.0 + eps) - std::log(nu_g + eps);
-    }
-    // Frequencies: conjugate pairs interleaved along d (§2).
-    for (int d = 0; d < D; ++d) {
-      double w;
-      if (a.use_complex_conj_constraint) {
-        w = raw.omega_v[i * (size_t)(D / 2) + (size_t)(d / 2)];
-        if (d % 2) w = -w;
-      } else {
-        w = raw.omega_v[i * (size_t)D + (size_t)d];
-      }
-      out.omega[i * (size_t)D + (size_t)d] = omega_zeroed ? 0.0 : w * a.omega_rescale;
-    }
-  }
-  if (a.use_complex_input_norm == 1) {
-    out.norm_q = raw.cn_q;
-    out.norm_k = raw.cn_k;
-    out.norm_v = raw.cn_v;
-  }
-  if (a.use_complex_output_norm) out.norm_o = raw.cn_o;
-
-  for (int hh = 0; hh < H; ++hh) {
-    const HeadParams& hp = out.head[(size_t)hh];
-    for (double v : {hp.mu, hp.sigma2, hp.s2t, hp.eta2, hp.gamma2, hp.nu, hp.kappa, hp.tau, hp.lag_shift,
-                     hp.c_exp, hp.beta_exp, hp.a_per, hp.b_per, hp.gate_c})
-      if (!std::isfinite(v))
-        return make_error(Code::model_error, "head " + std::to_string(hh) +
-                                                 ": a physical parameter is not finite (raw values out of range)");
-  }
-  return out;
-}
 
 Result<Model> build_model(const ModelConfig& cfg, const SafetensorsFile& st, const std::string& dir) {
   const ReferenceArgs& a = cfg.args;
@@ -436,75 +297,6 @@ Result<Model> load_model(const std::string& dir) {
   } catch (const std::exception& ex) {
     return make_error(Code::model_error, dir + ": " + ex.what());
   }
-}
-
-// ---- summary ---------------------------------------------------------------------------------
-
-namespace {
-
-const char* covariance_name(Covariance c) {
-  switch (c) {
-    case Covariance::stationary: return "stationary";
-    case Covariance::ou_rate: return "ou_rate";
-    case Covariance::residual_diffusion: return "residual_diffusion";
-    case Covariance::hybrid: return "hybrid";
-    case Covariance::colored: return "colored";
-  }
-  return "?";
-}
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-}  // namespace
-
-std::string model_summary(const Model& m) {
-  std::string s = "model '" + m.name + "' (" + architecture_name(m.arch) + "): d_e " + std::to_string(m.d_e) +
-                  ", " + std::to_string(m.num_layers()) + " layer(s), " + std::to_string(m.n_heads) +
-                  " heads x " + std::to_string(m.head_dim) + " complex dims";
-  if (m.arch == Architecture::lm) s += ", vocab " + std::to_string(m.vocab) + ", tokenizer " + (m.tokenizer.empty() ? "none" : m.tokenizer);
-  if (m.arch == Architecture::signal) s += ", d_in " + std::to_string(m.d_in);
-  if (m.arch != Architecture::attention) s += ", ffn " + std::to_string(m.hidden);
-  s += "\n";
-  for (int l = 0; l < m.num_layers(); ++l) {
-    const AttentionParams& p = m.layer(l).params;
-    const AttentionSwitches& sw = p.sw;
-    s += "layer " + std::to_string(l) + ": covariance " + covariance_name(sw.covariance) + ", bias " +
-         std::to_string((int)sw.additive_bias) + ", precision " + std::to_string((int)sw.precision) +
-         (sw.robust ? ", student-t" : ", gaussian") + (sw.full_residual ? "" : ", cross-term residual") +
-         (sw.counter_rotate ? "" : ", no counter-rotation") + (sw.causal ? ", causal" : ", non-causal") +
-         (sw.gate ? ", gate" : "") + (sw.complex_input_norm ? ", cnorm-in" : "") +
-         (sw.complex_output_norm ? ", cnorm-out" : "") + "\n";
-    s += "  head        mu  |omega| min..max      stat.var      eta2    gamma2    nu/D   kappa     tau  shift  regime\n";
-    for (int h = 0; h < p.heads; ++h) {
-      const HeadParams& hp = p.head[(size_t)h];
-      double wmin = INFINITY, wmax = 0;
-      for (int d = 0; d < p.dim; ++d) {
-        double w = std::fabs(p.omega[(size_t)h * p.dim + d]);
-        wmin = std::min(wmin, w);
-        wmax = std::max(wmax, w);
-      }
-      // Stationary process variance: s2t for the covariances that learn it, else sigma2 / (2 mu),
-      // infinite (Brownian) when |mu| < 1e-5 switches the reference to sigma2 * lag.
-      const bool uses_s2t = sw.covariance == Covariance::stationary || sw.covariance == Covariance::residual_diffusion ||
-                            sw.covariance == Covariance::hybrid;
-      const bool brownian = std::fabs(hp.mu) < 1e-5 &&
-                            (sw.covariance == Covariance::ou_rate || sw.covariance == Covariance::colored ||
-                             sw.covariance == Covariance::hybrid);
-      double sv = uses_s2t ? hp.s2t : hp.sigma2 / (2 * hp.mu);
-      std::string regime;
-      if (brownian) regime = "brownian";
-      else regime = hp.eta2 - sv < 0 ? "diffusive" : "integrative";
-      s += fmt("  %4.0f", h) + fmt(" %9.3g", hp.mu) + fmt("  %8.3g", wmin) + fmt("..%-8.3g", wmax) +
-           (brownian && !uses_s2t ? std::string("           inf") : fmt(" %13.4g", sv)) + fmt(" %9.4g", hp.eta2) +
-           fmt(" %9.4g", hp.gamma2) + fmt(" %7.3f", hp.nu / p.dim) + fmt(" %7.3f", hp.kappa) + fmt(" %7.4f", hp.tau) +
-           fmt(" %6.3f", hp.lag_shift) + "  " + regime + "\n";
-    }
-  }
-  return s;
 }
 
 }  // namespace rfa

@@ -3,7 +3,7 @@
 
 #include "gpu/pipeline.hpp"
 #include "ops/rfa_attention.hpp"
-#include "reference/rfa_math.hpp"
+#include "model/physics.hpp"
 
 namespace rfa::ops {
 
@@ -105,6 +105,6 @@ Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   return Status::Ok();
 }
 
-RegimeInfo rfa_regime(const AttentionParams& params, int head) { return ref::regime(params, head); }
+RegimeInfo rfa_regime(const AttentionParams& params, int head) { return physics::regime(params, head); }
 
 }  // namespace rfa::ops

@@ -4,7 +4,7 @@
 
 #include "model/loader.hpp"
 #include "model/model.hpp"
-#include "reference/rfa_math.hpp"
+#include "model/physics.hpp"
 #include "rfa/session.hpp"
 
 namespace rfa {
@@ -38,13 +38,15 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
   if (layer < 0 || layer >= m.num_layers() || head < 0 || head >= m.n_heads)
     return Status(Code::invalid_argument, "head_curves: layer " + std::to_string(layer) + ", head " +
                                               std::to_string(head) + " out of range");
-  const ref::Curves c = ref::curves(m.layer(layer).params, head, lags);
   KernelCurves k;
   k.lags = lags;
-  k.decay = c.E;
-  k.vcov = c.vcov;
-  k.precision = c.P;
-  k.bias = c.B;
+  for (double lag : lags) {
+    const physics::LagTerms t = physics::lag_terms(m.layer(layer).params, head, lag);
+    k.decay.push_back(t.E);
+    k.vcov.push_back(t.vcov);
+    k.precision.push_back(t.P);
+    k.bias.push_back(t.B);
+  }
   return k;
 }
 
@@ -57,7 +59,7 @@ std::vector<HeadSummary> head_summaries(const Model& m) {
       s.layer = l;
       s.head = h;
       s.params = p.head[(size_t)h];
-      s.regime = ref::regime(p, h);
+      s.regime = physics::regime(p, h);
       double lo = INFINITY, hi = 0;
       for (int d = 0; d < p.dim; ++d) {
         double w = std::fabs(p.omega[(size_t)h * p.dim + d]);

@@ -8,8 +8,7 @@
 
 #include "ops/rfa_attention.hpp"
 #include "probe/heatmap_render.hpp"
-#include "reference/attention_ref.hpp"
-#include "reference/rfa_math.hpp"
+#include "model/physics.hpp"
 #include "session/session_impl.hpp"
 
 namespace rfa {
@@ -100,23 +99,22 @@ Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
   const std::vector<float> q(got->begin(), got->begin() + 2 * D), k(got->begin() + 2 * D, got->begin() + 4 * D);
   const float m = (*got)[4 * D], l = (*got)[4 * D + 1];
   const double ti = I.host_t[(size_t)b].at(i), tj = I.host_t[(size_t)b].at(j);
-  // The caches hold Q~ = Q e^{-i omega t}; the twin's pair_terms takes Q, K at their own times.
+  // The caches hold Q~ = Q e^{-i omega t} after the input norm: the kernel's own operands.
   std::vector<std::complex<double>> qv(D), kv(D);
   for (size_t d = 0; d < D; ++d) {
-    const double w = p.omega[(size_t)head * D + d];
-    qv[d] = std::complex<double>(q[2 * d], q[2 * d + 1]) * std::polar(1.0, w * ti);
-    kv[d] = std::complex<double>(k[2 * d], k[2 * d + 1]) * std::polar(1.0, w * tj);
+    qv[d] = {q[2 * d], q[2 * d + 1]};
+    kv[d] = {k[2 * d], k[2 * d + 1]};
   }
-  const ref::PairTerms t = ref::pair_terms(p, head, qv.data(), kv.data(), ti, tj);
+  const physics::PairTerms t = physics::pair_terms(p, head, qv, kv, ti, tj);
   PairReadout r;
   r.masked = p.sw.causal && (j > i || (I.window > 0 && i - j >= I.window));
   r.lag = t.lag;
-  r.dt = t.dt;
-  r.decay = t.E;
+  r.dt = t.k.dt;
+  r.decay = t.k.E;
   if (r.masked) return r;
-  r.vcov = t.vcov;
-  r.bias = t.B;
-  r.precision = t.P;
+  r.vcov = t.k.vcov;
+  r.bias = t.k.B;
+  r.precision = t.k.P;
   r.q_norm2 = t.q_norm2;
   r.k_norm2 = t.k_norm2;
   r.cross = t.cross;
@@ -124,7 +122,7 @@ Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
   r.L = t.L;
   r.logit = t.logit;
   r.ahat = l > 0 ? std::exp(t.logit - (double)m) / (double)l : 0.0;
-  r.a = r.ahat * t.E;
+  r.a = r.ahat * t.k.E;
   return r;
 }
 
@@ -267,9 +265,9 @@ Result<std::vector<WindowTruncation>> Session::window_report(int b, bool measure
       w.layer = l;
       w.head = h;
       w.edge_lag = edge;
-      const ref::Curves c = ref::curves(p, h, {0.0, edge});
-      w.decay_bound = evicted ? c.E[1] : 0.0;
-      w.precision_ratio = evicted && c.P[0] > 0 ? c.P[1] / c.P[0] : 0.0;
+      const physics::LagTerms at0 = physics::lag_terms(p, h, 0.0), at_edge = physics::lag_terms(p, h, edge);
+      w.decay_bound = evicted ? at_edge.E : 0.0;
+      w.precision_ratio = evicted && at0.P > 0 ? at_edge.P / at0.P : 0.0;
       if (measure && std::isfinite(thr)) {
         const double thresholds[4] = {thr, thr, thr, thr};
         auto d = row_diagnostics(l, h, b, i, i + 1, thresholds);

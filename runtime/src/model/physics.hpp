@@ -1,0 +1,66 @@
+// The physics of a head, as the runtime itself uses it on the host (loader, regimes, kernel
+// curves, the viewer's pair readout, window bounds): raw reference parameters -> physical ones,
+// and the per-lag kernels E, Vcov, B, P evaluated in double the way the GPU kernels evaluate them
+// in float (shaders/common/rfa_lag_kernels.glsl: one pass over the switches per lag).
+//
+// This is production code. The tests' oracle is the double twin (reference/rfa_math.*,
+// reference/attention_ref.*), written separately from the definitions; tests compare the two, and
+// this module's pair terms with the GPU probe's weights, so a bug here cannot hide behind itself.
+#pragma once
+
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+#include "rfa/params.hpp"
+#include "rfa/status.hpp"
+
+namespace rfa::physics {
+
+// PyTorch's F.softplus (beta 1, threshold 20) and sigmoid, in double.
+double torch_softplus(double x);
+double torch_sigmoid(double x);
+
+// The raw per-layer parameters of MultiheadIsotropicRFA, as stored (f64), one entry per head
+// unless noted. Vectors of optional parameters are empty when the flag that creates them is off.
+struct RawAttentionParams {
+  std::vector<double> mu_v, sigma_v, sigma_tilde_v, eta_v, gamma_v, tau_param, nu_param;
+  std::vector<double> omega_v;        // [H * D/2] (conjugate pairs) or [H * D]
+  std::vector<double> t_shift_param;  // [H], learn_t_shift only
+  std::vector<double> P_prior_log, P_scale_log;
+  std::vector<double> cn_q, cn_k, cn_v, cn_o;  // [H * D]
+  std::vector<double> c_exp_v, beta_exp_v, a_per_v, b_per_v, omega_per_v;  // use_colored_prior
+};
+
+// Raw -> physical, exactly as the reference forward pass uses them (docs: the model format page).
+Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttentionParams& raw);
+
+// |mu| below this takes the Brownian (L'Hôpital) branch of ou_rate / colored / hybrid (the
+// reference's epsilon); the colored covariance is clamped from below at kColoredFloor.
+inline constexpr double kBrownianMu = 1e-5;
+inline constexpr double kColoredFloor = 0.01;
+
+// Every lag kernel of head h at raw lag `lag` (|t_i - t_j| or t_i - t_j; the shift is added here).
+struct LagTerms {
+  double dt = 0;    // lag + shift
+  double E = 0;     // decay exp(clamp(-mu dt))
+  double vcov = 0;  // covariance of the transported key
+  double B = 0;     // additive bias
+  double P = 0;     // precision in the robust / Gaussian term
+};
+LagTerms lag_terms(const AttentionParams& p, int h, double lag);
+
+// Regime of a head (docs: the math page, "regimes").
+RegimeInfo regime(const AttentionParams& p, int h);
+
+// One (query, key) pair from the cached, rotated values (the stationary frame: Z~ = Z e^{-i w t}),
+// |Q~|^2 and |K~|^2 (rotation-invariant), exactly the GPU kernel's algebra in double.
+struct PairTerms {
+  LagTerms k;
+  double lag = 0, q_norm2 = 0, k_norm2 = 0, cross = 0, R2 = 0, L = 0, logit = 0;
+};
+PairTerms pair_terms(const AttentionParams& p, int h, const std::vector<std::complex<double>>& q_rot,
+                     const std::vector<std::complex<double>>& k_rot, double t_i, double t_j);
+
+}  // namespace rfa::physics

@@ -1,0 +1,73 @@
+// The printable per-layer, per-head table of a model's physical parameters and regimes
+// (rfa-run --summary).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "model/model.hpp"
+#include "model/physics.hpp"
+#include "rfa/session.hpp"
+
+namespace rfa {
+
+
+namespace {
+
+const char* covariance_name(Covariance c) {
+  switch (c) {
+    case Covariance::stationary: return "stationary";
+    case Covariance::ou_rate: return "ou_rate";
+    case Covariance::residual_diffusion: return "residual_diffusion";
+    case Covariance::hybrid: return "hybrid";
+    case Covariance::colored: return "colored";
+  }
+  return "?";
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string model_summary(const Model& m) {
+  std::string s = "model '" + m.name + "' (" + architecture_name(m.arch) + "): d_e " + std::to_string(m.d_e) +
+                  ", " + std::to_string(m.num_layers()) + " layer(s), " + std::to_string(m.n_heads) +
+                  " heads x " + std::to_string(m.head_dim) + " complex dims";
+  if (m.arch == Architecture::lm) s += ", vocab " + std::to_string(m.vocab) + ", tokenizer " + (m.tokenizer.empty() ? "none" : m.tokenizer);
+  if (m.arch == Architecture::signal) s += ", d_in " + std::to_string(m.d_in);
+  if (m.arch != Architecture::attention) s += ", ffn " + std::to_string(m.hidden);
+  s += "\n";
+  for (int l = 0; l < m.num_layers(); ++l) {
+    const AttentionParams& p = m.layer(l).params;
+    const AttentionSwitches& sw = p.sw;
+    s += "layer " + std::to_string(l) + ": covariance " + covariance_name(sw.covariance) + ", bias " +
+         std::to_string((int)sw.additive_bias) + ", precision " + std::to_string((int)sw.precision) +
+         (sw.robust ? ", student-t" : ", gaussian") + (sw.full_residual ? "" : ", cross-term residual") +
+         (sw.counter_rotate ? "" : ", no counter-rotation") + (sw.causal ? ", causal" : ", non-causal") +
+         (sw.gate ? ", gate" : "") + (sw.complex_input_norm ? ", cnorm-in" : "") +
+         (sw.complex_output_norm ? ", cnorm-out" : "") + "\n";
+    s += "  head        mu  |omega| min..max      stat.var      eta2    gamma2    nu/D   kappa     tau  shift  regime\n";
+    for (int h = 0; h < p.heads; ++h) {
+      const HeadParams& hp = p.head[(size_t)h];
+      double wmin = INFINITY, wmax = 0;
+      for (int d = 0; d < p.dim; ++d) {
+        double w = std::fabs(p.omega[(size_t)h * p.dim + d]);
+        wmin = std::min(wmin, w);
+        wmax = std::max(wmax, w);
+      }
+      const RegimeInfo r = physics::regime(p, h);
+      const double sv = r.stationary_variance;
+      const char* regime = regime_name(r.regime);
+      s += fmt("  %4.0f", h) + fmt(" %9.3g", hp.mu) + fmt("  %8.3g", wmin) + fmt("..%-8.3g", wmax) +
+           (std::isinf(sv) ? std::string("           inf") : fmt(" %13.4g", sv)) + fmt(" %9.4g", hp.eta2) +
+           fmt(" %9.4g", hp.gamma2) + fmt(" %7.3f", hp.nu / p.dim) + fmt(" %7.3f", hp.kappa) + fmt(" %7.4f", hp.tau) +
+           fmt(" %6.3f", hp.lag_shift) + "  " + regime + "\n";
+    }
+  }
+  return s;
+}
+
+}  // namespace rfa
