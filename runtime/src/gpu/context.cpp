@@ -22,8 +22,9 @@ bool env_flag(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-// The first queue family with compute; a compute-only family is preferred on discrete GPUs only
-// when it also has timestamps, otherwise the universal family (simpler sharing with graphics).
+// The first queue family with compute. On most devices that is the universal (graphics + compute)
+// family, which apps embedding the runtime share with their rendering; a dedicated compute family
+// would buy overlap with graphics that a runtime submitting one batch per step does not need.
 int find_compute_family(VkPhysicalDevice phys) {
   uint32_t n = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(phys, &n, nullptr);

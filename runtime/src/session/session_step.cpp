@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gpu/pipeline.hpp"
+#include "ops/embed.hpp"
 #include "ops/norm.hpp"
 #include "session/session_impl.hpp"
 
@@ -125,12 +126,7 @@ Status Session::Impl::record_step(gpu::Recorder& R, uint32_t n, int f) {
   RFA_TRY(ops::record_timestamp_append(*g, R, F.times, timestamps, (uint32_t)batch, (uint32_t)capacity, span));
   // Input -> x [rows, d_e]
   if (m.arch == Architecture::lm) {
-    auto pipe = g->pipelines().get("embed", 3, 8);
-    if (!pipe) return pipe.status();
-    struct {
-      uint32_t rows, dim;
-    } push{rows, d_e};
-    R.dispatch(**pipe, {gpu::in(F.input), gpu::in(token_embedding), gpu::out(h)}, &push, (d_e + 63) / 64, rows, 1, "embed");
+    RFA_TRY(ops::record_embed(*g, R, F.input, token_embedding, h, rows, d_e));
     RFA_TRY(ops::record_linear(*g, R, h, backbone_in, x, rows));
   } else if (m.arch == Architecture::signal) {
     RFA_TRY(ops::record_linear(*g, R, F.input, signal_in, h, rows));
