@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "image_quad.hpp"
+#include "panel_diagnostics.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
 #include "sources.hpp"
@@ -24,6 +25,7 @@ struct Options {
   int max_context = 1024, view_extent = 0, map_size = 512, thumb_size = 96;
   double steps_per_frame = 1.0, noise = 1.0, interval = 0.1, vmax = 1.0, decades = 3.0;
   uint64_t seed = 2026;
+  double diagnostics_alpha = 1.0;  // the tomography panel's starting temperature
 };
 
 // One streamed position, for the readouts and the trajectory panel.
@@ -103,6 +105,7 @@ class App {
   float map_screen_[4] = {0, 0, 0, 0};  // where the main map was drawn (x0, y0, x1, y1)
   FrameTimes times_, shown_;  // this frame's; the last frame that did work (for the panel)
   std::mt19937 rng_{7};
+  DiagnosticsPanel diag_;  // the attention tomography panel (panel_diagnostics.cpp)
 };
 
 }  // namespace viewer

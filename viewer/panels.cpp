@@ -372,6 +372,7 @@ void App::draw(ImageQuads& quads) {
   p.row_panel();
   p.trajectory();
   p.timings();
+  diag_.draw(*session_, layer_, head_, req_);
 }
 
 }  // namespace viewer
