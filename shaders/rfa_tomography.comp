@@ -3,8 +3,11 @@
 // per-pair work of the diagnostics, recomputed from the caches like rfa_probe, with the logits
 // scaled by a temperature alpha (the sweep l -> alpha l of eq. 30).
 //
-// MODE 0, one thread per query row i of [r0, r1), over every key the row attends to (its causal
-// band, or all filled keys without a mask), in one online pass with a running maximum:
+// MODE 0, one workgroup per query row i of [r0, r1) (dispatched in chunks of <= 65535 rows), over
+// every key the row attends to (its causal band, or all filled keys without a mask): each of the 64
+// threads makes one online pass with a running maximum over every 64th key, then the 64 partial
+// states merge in shared memory (the merge rules below are those of the online pass, for two
+// blocks at once), so a short window still spreads over many workgroups:
 //   x_ij = alpha logit_ij,  p_ij = exp(x_ij - m_i) / l_i
 //   entropy H_i = log l_i - T_i / l_i with T_i = sum_j e^{x_ij - m_i} (x_ij - m_i) <= 0: kept
 //     relative to the running max (and rescaled with it), so a sharp row (large logits, tiny H)
@@ -51,6 +54,7 @@ layout(push_constant) uniform Push {
   uint b, h, r0, r1, c0, c1, capacity, heads, filled, window;
   float alpha;
   uint decayed;
+  uint row_base;  // MODE 0: the first row of this dispatch is r0 + row_base (dispatches of <= 65535 rows)
 } pc;
 
 uint slot_of(uint p) { return p < pc.capacity ? p : p % pc.capacity; }
@@ -78,14 +82,59 @@ Pair pair_terms(Head P, uint base, uint i, uint j, vec2 ti, float qn) {
   return r;
 }
 
+// The online state of a block of keys: running max m, l = sum e^{x-m}, T = sum e^{x-m}(x-m),
+// weighted means and M2 of s and of the logit (weights e^{x-m}), sum e^{x-m} lag, and the
+// unweighted count, mean and M2 of the logit.
+struct State {
+  float m, l, T, ms, m2s, ml, m2l, elag, um, um2, n;
+};
+const uint STATE = 11;
+shared float red[64 * STATE];
+
+void store(uint k, State a) {
+  const uint o = k * STATE;
+  red[o] = a.m; red[o + 1] = a.l; red[o + 2] = a.T; red[o + 3] = a.ms; red[o + 4] = a.m2s; red[o + 5] = a.ml;
+  red[o + 6] = a.m2l; red[o + 7] = a.elag; red[o + 8] = a.um; red[o + 9] = a.um2; red[o + 10] = a.n;
+}
+
+State load(uint k) {
+  const uint o = k * STATE;
+  return State(red[o], red[o + 1], red[o + 2], red[o + 3], red[o + 4], red[o + 5], red[o + 6], red[o + 7], red[o + 8],
+               red[o + 9], red[o + 10]);
+}
+
+// a <- a and b together. Blocks with keys have finite maxima and l >= 1.
+State merge(State a, State b) {
+  if (b.n == 0.0) return a;
+  if (a.n == 0.0) return b;
+  State r;
+  r.n = a.n + b.n;
+  const float du = b.um - a.um;
+  r.um = a.um + du * (b.n / r.n);
+  r.um2 = a.um2 + b.um2 + du * du * (a.n * b.n / r.n);
+  r.m = max(a.m, b.m);
+  const float ca = exp(a.m - r.m), cb = exp(b.m - r.m);
+  const float la = ca * a.l, lb = cb * b.l;
+  r.l = la + lb;
+  r.T = ca * (a.T + (a.m - r.m) * a.l) + cb * (b.T + (b.m - r.m) * b.l);
+  const float ds = b.ms - a.ms;
+  r.ms = a.ms + ds * (lb / r.l);
+  r.m2s = ca * a.m2s + cb * b.m2s + ds * ds * (la * lb / r.l);
+  const float dl = b.ml - a.ml;
+  r.ml = a.ml + dl * (lb / r.l);
+  r.m2l = ca * a.m2l + cb * b.m2l + dl * dl * (la * lb / r.l);
+  r.elag = ca * a.elag + cb * b.elag;
+  return r;
+}
+
 void main() {
-  const uint gid = gl_GlobalInvocationID.x;
   const uint rows = pc.r1 - pc.r0, cols = pc.c1 - pc.c0;
   const Head P = load_head(pc.h);
   const uint base = (pc.b * pc.heads + pc.h) * pc.capacity;
   if (MODE == 0) {
-    if (gid >= rows) return;
-    const uint i = pc.r0 + gid;
+    const uint lid = gl_LocalInvocationID.x;
+    const uint r = pc.row_base + gl_WorkGroupID.x;  // < rows: one group per row
+    const uint i = pc.r0 + r;
     const uint ic = base + slot_of(i);
     const vec2 ti = ts[pc.b * pc.capacity + slot_of(i)];
     const float qn = q_norm2[ic];
@@ -94,63 +143,69 @@ void main() {
     const uint kend = i >= pc.filled ? 0 : (CAUSAL ? i + 1 : pc.filled);
     const uint kbeg = CAUSAL ? first_key(i) : 0;
     const float NEG_INF = uintBitsToFloat(0xff800000u);
-    float m = NEG_INF, l = 0.0, T = 0.0;
-    float ms = 0.0, m2s = 0.0, ml = 0.0, m2l = 0.0, elag = 0.0;
-    float um = 0.0, um2 = 0.0;
-    uint n = 0;
-    for (uint j = kbeg; j < kend; ++j) {
+    State st = State(NEG_INF, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for (uint j = kbeg + lid; j < kend; j += 64) {
       const Pair q = pair_terms(P, base, i, j, ti, qn);
       const float s = q.cross * inv_q;
       const float x = pc.alpha * q.logit;
-      ++n;
-      const float du = q.logit - um;
-      um += du / float(n);
-      um2 += du * (q.logit - um);
+      st.n += 1.0;
+      const float du = q.logit - st.um;
+      st.um += du / st.n;
+      st.um2 += du * (q.logit - st.um);
       float w;
-      if (x > m) {
+      if (x > st.m) {
         // New maximum: every earlier weight shrinks by c; T is re-based to the new maximum.
-        const float c = l > 0.0 ? exp(m - x) : 0.0;
-        T = l > 0.0 ? c * (T + (m - x) * l) : 0.0;
-        l *= c;
-        m2s *= c;
-        m2l *= c;
-        elag *= c;
-        m = x;
+        const float c = st.l > 0.0 ? exp(st.m - x) : 0.0;
+        st.T = st.l > 0.0 ? c * (st.T + (st.m - x) * st.l) : 0.0;
+        st.l *= c;
+        st.m2s *= c;
+        st.m2l *= c;
+        st.elag *= c;
+        st.m = x;
         w = 1.0;
       } else {
-        w = exp(x - m);
-        T += w * (x - m);
+        w = exp(x - st.m);
+        st.T += w * (x - st.m);
       }
-      const float lw = l + w;
-      const float ds = s - ms;
-      ms += ds * (w / lw);
-      m2s += w * ds * (s - ms);
-      const float dl = q.logit - ml;
-      ml += dl * (w / lw);
-      m2l += w * dl * (q.logit - ml);
-      elag += w * q.lag;
-      l = lw;
+      const float lw = st.l + w;
+      const float ds = s - st.ms;
+      st.ms += ds * (w / lw);
+      st.m2s += w * ds * (s - st.ms);
+      const float dl = q.logit - st.ml;
+      st.ml += dl * (w / lw);
+      st.m2l += w * dl * (q.logit - st.ml);
+      st.elag += w * q.lag;
+      st.l = lw;
     }
-    const uint o = gid * ROW_STRIDE;
-    const bool any = n > 0 && l > 0.0;
-    const float log_l = any ? log(l) : 0.0;
-    rows_out[o + 0] = m;
-    rows_out[o + 1] = l;
-    rows_out[o + 2] = any ? max(log_l - T / l, 0.0) : 0.0;
-    rows_out[o + 3] = any ? m + log_l : NEG_INF;
-    rows_out[o + 4] = any ? 1.0 / l : 0.0;
-    rows_out[o + 5] = ms;
-    rows_out[o + 6] = any ? max(m2s / l, 0.0) : 0.0;
-    rows_out[o + 7] = ml;
-    rows_out[o + 8] = any ? max(m2l / l, 0.0) : 0.0;
+    store(lid, st);
+    barrier();
+    for (uint stride = 32; stride > 0; stride >>= 1) {
+      if (lid < stride) store(lid, merge(load(lid), load(lid + stride)));
+      barrier();
+    }
+    if (lid != 0) return;
+    st = load(0);
+    const uint o = r * ROW_STRIDE;
+    const bool any = st.n > 0.0 && st.l > 0.0;
+    const float log_l = any ? log(st.l) : 0.0;
+    rows_out[o + 0] = st.m;
+    rows_out[o + 1] = st.l;
+    rows_out[o + 2] = any ? max(log_l - st.T / st.l, 0.0) : 0.0;
+    rows_out[o + 3] = any ? st.m + log_l : NEG_INF;
+    rows_out[o + 4] = any ? 1.0 / st.l : 0.0;
+    rows_out[o + 5] = st.ms;
+    rows_out[o + 6] = any ? max(st.m2s / st.l, 0.0) : 0.0;
+    rows_out[o + 7] = st.ml;
+    rows_out[o + 8] = any ? max(st.m2l / st.l, 0.0) : 0.0;
     rows_out[o + 9] = qabs * inversesqrt(float(2 * D));
-    rows_out[o + 10] = float(n);
-    rows_out[o + 11] = um;
-    rows_out[o + 12] = n > 0 ? um2 / float(n) : 0.0;
-    rows_out[o + 13] = any ? elag / l : 0.0;
+    rows_out[o + 10] = st.n;
+    rows_out[o + 11] = st.um;
+    rows_out[o + 12] = st.n > 0.0 ? st.um2 / st.n : 0.0;
+    rows_out[o + 13] = any ? st.elag / st.l : 0.0;
     rows_out[o + 14] = qabs;
     rows_out[o + 15] = 0.0;
   } else {
+    const uint gid = gl_GlobalInvocationID.x;
     if (gid >= rows * cols) return;
     const uint r = gid / cols;
     const uint i = pc.r0 + r, j = pc.c0 + gid % cols;

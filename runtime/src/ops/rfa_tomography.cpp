@@ -2,6 +2,7 @@
 // a temperature) and mode 1 (the matrix P(alpha) of a rectangle).
 #include "ops/rfa_tomography.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -15,6 +16,7 @@ struct TomographyPush {
   uint32_t b, h, r0, r1, c0, c1, capacity, heads, filled, window;
   float alpha;
   uint32_t decayed;
+  uint32_t row_base;
 };
 
 Result<const gpu::Pipeline*> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode) {
@@ -75,12 +77,15 @@ Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const A
                                                   std::to_string(kTomographyRowStride) + " floats");
   auto pipe = tomography_pipeline(ctx, w.params(), 0);
   if (!pipe) return pipe.status();
-  TomographyPush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled, c.window, alpha, 0};
-  // Binding 7 (the matrix) is unused in this mode: the row output is bound there too.
-  rec.dispatch(**pipe,
-               {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
-                gpu::in(c.k_norm2), gpu::out(rows_out), gpu::out(rows_out)},
-               &push, (rows + 63) / 64, 1, 1, "rfa_tomography_rows");
+  // One workgroup per row, at most 65535 per dispatch (the minimum Vulkan guarantees).
+  for (uint32_t first = 0; first < rows; first += 65535) {
+    TomographyPush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled, c.window, alpha, 0, first};
+    // Binding 7 (the matrix) is unused in this mode: the row output is bound there too.
+    rec.dispatch(**pipe,
+                 {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
+                  gpu::in(c.k_norm2), gpu::out(rows_out), gpu::out(rows_out)},
+                 &push, std::min<uint32_t>(rows - first, 65535), 1, 1, "rfa_tomography_rows");
+  }
   return Status::Ok();
 }
 
@@ -102,7 +107,7 @@ Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const
                                                   " cells exceeds the 65535 x 64 cells of one dispatch");
   auto pipe = tomography_pipeline(ctx, w.params(), 1);
   if (!pipe) return pipe.status();
-  TomographyPush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, alpha, decayed ? 1u : 0u};
+  TomographyPush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, alpha, decayed ? 1u : 0u, 0};
   rec.dispatch(**pipe,
                {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
                 gpu::in(c.k_norm2), gpu::in(rows_in), gpu::out(p_out)},
