@@ -176,7 +176,8 @@ std::string DiagnosticsPanel::json() const {
       << ", \"erank\": " << num(d.erank) << ", \"rank\": " << d.rank << ", \"entropy_mean\": " << num(d.entropy_mean)
       << ", \"max_weight_mean\": " << num(d.max_weight_mean) << ", \"dim_eff_u\": " << num(d.summary.dim_eff_u)
       << ", \"dim_eff_n\": " << num(d.summary.dim_eff_n) << ", \"tau_mean\": " << num(d.summary.tau_mean)
-      << ", \"host_ms\": " << num(d.timings.host_ms) << ", \"erank_history\": [";
+      << ", \"host_ms\": " << num(d.timings.host_ms) << ", \"gpu_ms\": " << num(d.timings.gpu_ms)
+      << ", \"wall_ms\": " << num(d.timings.wall_ms) << ", \"erank_history\": [";
     for (size_t k = 0; k < erank_history_.size(); ++k)
       o << (k ? ", " : "") << "[" << erank_history_[k].first << ", " << num(erank_history_[k].second) << "]";
     o << "]";
