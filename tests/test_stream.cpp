@@ -11,6 +11,7 @@
 #include "model/model.hpp"
 #include "model_factory.hpp"
 #include "reference/model_ref.hpp"
+#include "rfa/diagnostics.hpp"
 #include "rfa/session.hpp"
 #include "test_support.hpp"
 
@@ -313,4 +314,37 @@ TEST_CASE("asynchronous frames: a step and its maps in one submission, results w
   REQUIRE(b.ok());
   CHECK_CLOSE_VEC(*a, std::vector<double>(b->begin(), b->end()), 1e-6, 1e-5);
   CHECK((*S)->end_frame().code() == Code::invalid_argument);  // no frame open
+}
+
+TEST_CASE("head diagnostics of a wrapped sliding-window ring agree with the row probes") {
+  auto m = model(Architecture::signal, 91);
+  const int N = 300, W = 20;
+  const Stream s = make_stream(*m, 1, N, 92);
+  std::unique_ptr<Session> S;
+  run_windowed(m, s, W, {1, 7}, &S);
+  REQUIRE(S->oldest_position() > 0);
+  DiagnosticsRequest req;
+  req.layer = 1;
+  req.head = 1;
+  req.r0 = -8;  // the last 8 rows, each with its whole band in the ring
+  req.c0 = S->oldest_position();
+  auto d = S->head_diagnostics(req);
+  REQUIRE_MESSAGE(d.ok(), d.status().to_string());
+  REQUIRE(d->rows.size() == 8);
+  const double th[4] = {1, 2, 4, 8};
+  for (const QueryDiagnostics& q : d->rows) {
+    CAPTURE(q.position);
+    CHECK(q.keys == W);  // the band, not the whole stream
+    auto r = S->row_diagnostics(1, 1, 0, q.position, q.position + 1, th);
+    REQUIRE(r.ok());
+    CHECK(q.entropy == doctest::Approx((*r)[0].entropy).epsilon(1e-4).scale(1e-5));
+    CHECK(q.log_partition == doctest::Approx((*r)[0].log_partition).epsilon(1e-4));
+    CHECK(q.max_weight == doctest::Approx((*r)[0].max_weight).epsilon(1e-4));
+  }
+  // Rows before the ring are refused with a message naming the oldest position held.
+  req.r0 = 0;
+  req.r1 = 10;
+  req.c0 = 0;
+  auto bad = S->head_diagnostics(req);
+  CHECK(bad.status().code() == Code::invalid_argument);
 }

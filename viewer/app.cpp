@@ -15,6 +15,7 @@ App::App(rfa::Context& ctx, Options opt) : ctx_(ctx), opt_(std::move(opt)) {
   layer_ = opt_.layer;
   head_ = opt_.head;
   std::snprintf(prompt_, sizeof prompt_, "%s", opt_.prompt.c_str());
+  diag_.set_alpha((float)opt_.diagnostics_alpha);
   if (!opt_.model_dir.empty()) error_ = open_model(opt_.model_dir);
 }
 
@@ -328,7 +329,7 @@ std::string App::dump_json() const {
     for (size_t i = 0; i < cells.size(); ++i) o << (i ? ", " : "") << '"' << cells[i] << '"';
     o << "]";
   }
-  o << "\n  ]\n}\n";
+  o << "\n  ],\n  \"diagnostics\": " << diag_.json() << "\n}\n";
   return o.str();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "image_quad.hpp"
+#include "panel_diagnostics.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
 #include "sources.hpp"
@@ -25,6 +26,7 @@ struct Options {
   int max_context = 1024, window = 0, view_extent = 0, map_size = 512, thumb_size = 96;
   double steps_per_frame = 1.0, noise = 1.0, interval = 0.1, vmax = 1.0, decades = 3.0;
   uint64_t seed = 2026;
+  double diagnostics_alpha = 1.0;  // the tomography panel's starting temperature
 };
 
 // One streamed position, for the readouts and the trajectory panel.
@@ -115,6 +117,7 @@ class App {
   bool maps_in_flight_ = false, thumbs_in_flight_ = false;
   std::vector<rfa::WindowTruncation> edge_mass_;  // the last measured window report
   std::mt19937 rng_{7};
+  DiagnosticsPanel diag_;  // the attention tomography panel (panel_diagnostics.cpp)
 };
 
 }  // namespace viewer

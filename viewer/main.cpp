@@ -45,6 +45,7 @@ const char* kUsage =
     "  --screenshot PNG     write the last frame;  --dump-json FILE: map placement and regimes table\n"
     "  --width W --height H frame size (default 1600 x 1000)\n"
     "  --print-timings      per frame: GPU ms of inference, probes and colour maps\n"
+    "  --diagnostics-alpha A  the attention tomography panel's starting temperature (default 1)\n"
     "RFA_VALIDATION=1 turns the Khronos validation layer on; any warning or error makes the exit code 1.\n";
 
 bool parse(int argc, char** argv, Options& o) {
@@ -84,6 +85,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--height") o.height = std::atoi(val());
     else if (a == "--print-timings") o.print_timings = true;
     else if (a == "--no-generate") o.generate = false;
+    else if (a == "--diagnostics-alpha") o.diagnostics_alpha = std::atof(val());
     else if (a == "--help" || a == "-h") {
       std::printf("%s", kUsage);
       std::exit(0);
@@ -93,6 +95,10 @@ bool parse(int argc, char** argv, Options& o) {
     }
   }
   if (o.headless && o.frames < 0) o.frames = 1;
+  if (!(o.diagnostics_alpha > 0) || o.diagnostics_alpha > 100) {
+    std::fprintf(stderr, "rfa-viewer: --diagnostics-alpha expects a number in (0, 100]\n");
+    return false;
+  }
   if (o.width < 64 || o.height < 64 || o.max_context < 1 || o.steps < 0 || o.window < 0) {
     std::fprintf(stderr, "rfa-viewer: bad sizes\n");
     return false;

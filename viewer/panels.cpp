@@ -409,6 +409,7 @@ void App::draw(ImageQuads& quads) {
   p.trajectory();
   p.timings();
   p.window_panel();
+  diag_.draw(*session_, layer_, head_, req_);
 }
 
 }  // namespace viewer

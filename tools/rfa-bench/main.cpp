@@ -11,6 +11,7 @@
 #include "bench_attention.hpp"
 #define RFA_HAVE_BENCH_ATTENTION 1
 #endif
+#include "bench_diagnostics.hpp"
 
 namespace rfa::bench {
 
@@ -52,7 +53,9 @@ int main(int argc, char** argv) {
       "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--device SEL]\n"
       "       rfa-bench model --model DIR [--prefill 512] [--decode 512,4096] [--steps 8] [--profile] [--json]\n"
       "       rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]\n"
-      "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n";
+      "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n"
+      "       rfa-bench diagnostics --synthetic [--seed S] [--examples 256] [--alphas 0.1,...,10] [--json]\n"
+      "       rfa-bench diagnostics [--model DIR] [--window 64,128,256,512] [--reps 5] [--json]\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(usage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
@@ -62,6 +65,7 @@ int main(int argc, char** argv) {
   if (cmd == "linear") return rfa::bench::bench_linear(args);
   if (cmd == "model") return rfa::bench::bench_model(args);
   if (cmd == "stream") return rfa::bench::bench_stream(args);
+  if (cmd == "diagnostics") return rfa::bench::bench_diagnostics(args);
 #ifdef RFA_HAVE_BENCH_ATTENTION
   if (cmd == "attention") return rfa::bench::bench_attention(args);
 #endif

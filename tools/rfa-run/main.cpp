@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "demo.hpp"
+#include "diagnostics_dump.hpp"
 #include "model/loader.hpp"
 #include "model/model.hpp"
 #include "model/npy.hpp"
@@ -50,6 +51,9 @@ const char* kUsage =
     "  --dump DIR                write output.npy (float32 logits [B,N,V], predictions [B,N,d_in] or outputs [B,N,d_e])\n"
     "  --dump-attention SPEC     with --dump: all | L:H[,L:H...] -> attn_L{l}_H{h}.npy (Ahat) and\n"
     "                            attn_decayed_L{l}_H{h}.npy (A), float32 [B,N,N]\n"
+    "  --dump-diagnostics DIR    attention tomography of every layer and head -> diagnostics_L{l}_H{h}.json\n"
+    "  --diagnostics-window N    with --dump-diagnostics: the last N rows x the last N keys (default 512, <= 1024)\n"
+    "  --diagnostics-alphas LIST with --dump-diagnostics: temperatures, the first the main one (default 1)\n"
     "  --cpu-reference           compute through the double-precision CPU twin instead of the GPU\n"
     "  --json                    machine-readable summary on stdout\n";
 
@@ -59,6 +63,7 @@ struct Args {
        summary = false;
   int generate = 0, max_context = 0, window = 0;
   SamplerOptions sampler;
+  dump::DiagnosticsDump diagnostics;
 };
 
 int exit_code(Code c) {
@@ -104,7 +109,8 @@ int parse(int argc, char** argv, Args& a) {
   std::map<std::string, std::string*> str = {{"--model", &a.model},       {"--device", &a.device},
                                              {"--prompt", &a.prompt},     {"--tokens", &a.tokens},
                                              {"--signal", &a.signal},     {"--timestamps", &a.timestamps},
-                                             {"--dump", &a.dump},         {"--dump-attention", &a.dump_attention}};
+                                             {"--dump", &a.dump},         {"--dump-attention", &a.dump_attention},
+                                             {"--dump-diagnostics", &a.diagnostics.dir}};
   std::map<std::string, bool*> flags = {{"--list-devices", &a.list_devices}, {"--version", &a.version},
                                         {"--self-check", &a.self_check},     {"--json", &a.json},
                                         {"--stream", &a.stream},             {"--cpu-reference", &a.cpu},
@@ -136,6 +142,12 @@ int parse(int argc, char** argv, Args& a) {
     } else if (k == "--max-context") {
       if (!parse_int(v, 1, 1 << 26, &n)) return usage_error("--max-context expects a positive count, got '" + v + "'");
       a.max_context = (int)n;
+    } else if (k == "--diagnostics-window") {
+      if (!parse_int(v, 1, 1024, &n)) return usage_error("--diagnostics-window expects a count in [1, 1024], got '" + v + "'");
+      a.diagnostics.window = (int)n;
+    } else if (k == "--diagnostics-alphas") {
+      if (!dump::parse_alphas(v, &a.diagnostics.alphas))
+        return usage_error("--diagnostics-alphas expects up to 65 comma-separated numbers > 0, got '" + v + "'");
     } else if (k == "--top-k") {
       if (!parse_int(v, 0, 1 << 30, &n)) return usage_error("--top-k expects a count >= 0, got '" + v + "'");
       a.sampler.top_k = (int)n;
@@ -155,6 +167,10 @@ int parse(int argc, char** argv, Args& a) {
   int inputs = !a.prompt.empty() + !a.tokens.empty() + !a.signal.empty();
   if (inputs > 1) return usage_error("give one input: --prompt, --tokens or --signal");
   if (!a.dump_attention.empty() && a.dump.empty()) return usage_error("--dump-attention needs --dump DIR");
+  if ((seen.count("--diagnostics-window") || seen.count("--diagnostics-alphas")) && a.diagnostics.dir.empty())
+    return usage_error("--diagnostics-window and --diagnostics-alphas need --dump-diagnostics DIR");
+  if (!a.diagnostics.dir.empty() && a.cpu)
+    return usage_error("--dump-diagnostics reads the GPU session's caches; it does not run with --cpu-reference");
   return -1;
 }
 
@@ -506,6 +522,8 @@ int run(int argc, char** argv) {
       attn_dumps.push_back({"attn_L" + std::to_string(l) + "_H" + std::to_string(h) + ".npy", ah});
       attn_dumps.push_back({"attn_decayed_L" + std::to_string(l) + "_H" + std::to_string(h) + ".npy", ad});
     }
+    if (!a.diagnostics.dir.empty())
+      if (Status st = dump::write_diagnostics(S, a.diagnostics); !st.ok()) return fail(st);
     N = fed;
   }
   run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_run).count();

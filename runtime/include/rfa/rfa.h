@@ -111,6 +111,80 @@ rfa_status rfa_session_attention(rfa_session* s, int layer, int head, int b, int
 rfa_status rfa_session_curves(rfa_session* s, int layer, int head, const double* lags, int n, double* decay,
                               double* vcov, double* precision, double* bias);
 
+/* ---- Attention tomography (rfa/diagnostics.hpp, docs/DIAGNOSTICS.md) ---------------------------
+ * Laplace-Radon and routing diagnostics of one head over a window: per-pair work on the GPU, the
+ * dense linear algebra (singular values of P, tilt and normal spectra) on the host in double. */
+typedef struct rfa_diagnostics_request {
+  int layer, head, b;
+  /* Rows [r0, r1) and key columns [c0, c1) of P, absolute positions. r1 / c1 < 0: through the newest
+   * position; r0 / c0 < 0: the last -r0 / -c0 positions before r1 / c1. */
+  int r0, r1, c0, c1;
+  double alpha;         /* temperature: logits scaled by alpha (> 0) */
+  const double* sweep;  /* more temperatures (may be NULL), sweep_count of them (<= 64) */
+  int sweep_count;
+  int decayed;          /* 1: the spectrum of A = Ahat E instead of Ahat */
+  int spectrum;         /* 1: singular values of P (rows, cols <= 1024); 0: skip them */
+  int keep_tilts;       /* 1: keep u_i for rfa_diagnostics_array(RFA_DIAG_TILTS) */
+} rfa_diagnostics_request;
+/* Fills the defaults: layer 0, head 0, b 0, the whole context, alpha 1, no sweep, spectrum on. */
+void rfa_diagnostics_request_init(rfa_diagnostics_request* r);
+
+typedef struct rfa_diagnostics rfa_diagnostics; /* a result; free with rfa_diagnostics_destroy */
+
+/* Statistics pooled over queries and keys (from one result, or from several: rfa_diagnostics_pool). */
+typedef struct rfa_moment_summary {
+  long long queries, keys;
+  double var_q, var_k;                 /* mean over dims of the per-dim variance */
+  double tau_mean, tau_std, tau_chi_mean;
+  double logit_std, logit_std_meanfield;
+  double dim_eff_u, dim_eff_n;         /* participation ratios of C_u and of C_n, n = W_k^T u0 */
+} rfa_moment_summary;
+
+typedef struct rfa_diagnostics_summary {
+  int layer, head, b, r0, r1, c0, c1; /* the window actually used */
+  int d;                              /* real dims of q and k (2 x head_dim) */
+  int rows, singular_value_count, sweep_count;
+  double alpha, entropy_mean, max_weight_mean;
+  double erank;                       /* Roy-Vetterli effective rank of P */
+  int rank, nullity;                  /* numerical rank (tol max(m,n) sigma_1 2^-23) and cols - rank */
+  rfa_moment_summary moments;
+  double gpu_ms, svd_ms, eigen_ms, host_ms, wall_ms;
+} rfa_diagnostics_summary;
+
+typedef struct rfa_query_diagnostics {
+  int position, keys;
+  double q_norm, tau, entropy, log_partition, max_weight;
+  double mean_s, var_s;               /* E_p, Var_p of s = u . k */
+  double mean_logit, var_logit, expected_lag;
+} rfa_query_diagnostics;
+
+typedef struct rfa_sweep_point {
+  double alpha, entropy, max_weight, erank;
+  int rank;
+} rfa_sweep_point;
+
+typedef enum rfa_diagnostics_array_kind {
+  RFA_DIAG_SINGULAR_VALUES = 0, /* of P, descending */
+  RFA_DIAG_TILT_SPECTRUM = 1,   /* eigenvalues of C_u = E[u u^T], descending (d) */
+  RFA_DIAG_NORMAL_SPECTRUM = 2, /* non-zero part of the eigenvalues of C_n (d) */
+  RFA_DIAG_TILTS = 3            /* [rows][d] u_i, with keep_tilts */
+} rfa_diagnostics_array_kind;
+
+rfa_status rfa_session_head_diagnostics(rfa_session* s, const rfa_diagnostics_request* request, rfa_diagnostics** out);
+void rfa_diagnostics_destroy(rfa_diagnostics* d);
+rfa_status rfa_diagnostics_get_summary(const rfa_diagnostics* d, rfa_diagnostics_summary* out);
+/* The copy calls below write up to `capacity` items into `out` (NULL: only report *count); a
+ * capacity below the count is an error. */
+rfa_status rfa_diagnostics_rows(const rfa_diagnostics* d, rfa_query_diagnostics* out, size_t capacity, size_t* count);
+rfa_status rfa_diagnostics_array(const rfa_diagnostics* d, rfa_diagnostics_array_kind which, double* out,
+                                 size_t capacity, size_t* count);
+rfa_status rfa_diagnostics_sweep(const rfa_diagnostics* d, rfa_sweep_point* out, size_t capacity, size_t* count);
+/* Singular values of P at sweep point k. */
+rfa_status rfa_diagnostics_sweep_singular_values(const rfa_diagnostics* d, int k, double* out, size_t capacity,
+                                                 size_t* count);
+/* Pools the moments of `count` results of one head (windows, batch rows, stream chunks). */
+rfa_status rfa_diagnostics_pool(const rfa_diagnostics* const* list, int count, rfa_moment_summary* out);
+
 #ifdef __cplusplus
 }
 #endif

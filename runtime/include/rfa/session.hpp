@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "rfa/context.hpp"
+#include "rfa/diagnostics.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/params.hpp"
 #include "rfa/status.hpp"
@@ -161,6 +162,9 @@ class Session {
   // One pair's terms, from the cached rotated Q/K and the row statistics (a few bytes read back).
   Result<PairReadout> pair(int layer, int head, int b, int i, int j);
   std::vector<double> timestamps(int b) const;  // of positions [oldest_position(), position())
+  // Laplace-Radon and routing diagnostics of one head over a window (rfa/diagnostics.hpp): per-pair
+  // work on the GPU from the caches, the dense linear algebra on the host in double.
+  Result<HeadDiagnostics> head_diagnostics(const DiagnosticsRequest& request);
 
   // Draws req's view of (layer, head, b) into `map` on the GPU: the computed part of the view is
   // probed (Ahat and A), colour-mapped and copied into map's image, which ends in

@@ -290,3 +290,10 @@ rfa_status rfa_session_curves(rfa_session* s, int layer, int head, const double*
 }
 
 }  // extern "C"
+
+// For the C API's other files (capi/capi_internal.hpp).
+namespace rfa::capi {
+rfa::Session* session_of(rfa_session* s) { return s ? s->session.get() : nullptr; }
+rfa_status report(const rfa::Status& s) { return to_c(s); }
+rfa_status report_invalid(const char* what) { return invalid(what); }
+}  // namespace rfa::capi
