@@ -1,8 +1,7 @@
 # rfa-viewer's tests: they run the real program (headless, and windowed under Xvfb).
 if(TARGET rfa-viewer)
   add_executable(viewer_headless_check viewer_headless_check.cpp)
-  target_link_libraries(viewer_headless_check PRIVATE rfa)
-  target_include_directories(viewer_headless_check PRIVATE ${CMAKE_SOURCE_DIR}/runtime/src)
+  target_link_libraries(viewer_headless_check PRIVATE rfa_internal)
   set(viewer_env
     "XDG_RUNTIME_DIR=${CMAKE_BINARY_DIR}/xdg"
     "RFA_VALIDATION=1"

@@ -6,8 +6,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "rfa/tokenizer.hpp"
 
 namespace viewer {
 
@@ -20,7 +19,7 @@ App::App(rfa::Context& ctx, Options opt) : ctx_(ctx), opt_(std::move(opt)) {
 
 App::~App() = default;
 
-bool App::is_lm() const { return model_ && model_->arch == rfa::Architecture::lm; }
+bool App::is_lm() const { return model_ && info_.architecture == "lm"; }
 
 std::string App::open_model(const std::string& dir) {
   auto m = rfa::load_model_dir(dir);

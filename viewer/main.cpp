@@ -15,7 +15,6 @@
 #include <string>
 
 #include "app.hpp"
-#include "gpu/context.hpp"
 #include "image_quad.hpp"
 #include "imgui.h"
 #include "imgui_impl_glfw.h"
@@ -141,7 +140,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rfa-viewer: %s\n", ctx.status().to_string().c_str());
     return 5;
   }
-  std::mutex& qm = (*ctx)->impl().queue_mutex();
+  std::mutex& qm = (*ctx)->queue_mutex();
   int rc = 0;
   {
     App app(**ctx, opt);

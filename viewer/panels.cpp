@@ -7,8 +7,7 @@
 
 #include "app.hpp"
 #include "imgui.h"
-#include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "rfa/tokenizer.hpp"
 
 namespace viewer {
 namespace {
@@ -63,7 +62,7 @@ struct Panels {
       ImGui::End();
       return;
     }
-    ImGui::Text("%s: %s, %d layers x %d heads, D = %d", a.model_->name.c_str(), a.info_.architecture.c_str(),
+    ImGui::Text("%s: %s, %d layers x %d heads, D = %d", a.info_.name.c_str(), a.info_.architecture.c_str(),
                 a.info_.layers, a.info_.heads, a.info_.head_dim);
     ImGui::Text("position %d / %d", a.position(), a.session_->max_context());
     if (ImGui::Button(a.playing_ ? "Pause" : "Play")) a.playing_ = !a.playing_;

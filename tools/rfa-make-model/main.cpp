@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/safetensors.hpp"
+#include "rfa/safetensors.hpp"
 
 using namespace rfa;
 namespace fs = std::filesystem;

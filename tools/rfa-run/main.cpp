@@ -13,13 +13,11 @@
 #include <vector>
 
 #include "demo.hpp"
-#include "model/loader.hpp"
-#include "model/model.hpp"
-#include "model/npy.hpp"
-#include "model/tokenizer.hpp"
-#include "reference/model_ref.hpp"
 #include "rfa/context.hpp"
+#include "rfa/npy.hpp"
+#include "rfa/reference.hpp"
 #include "rfa/session.hpp"
+#include "rfa/tokenizer.hpp"
 #include "sampler.hpp"
 
 namespace fs = std::filesystem;
@@ -283,13 +281,14 @@ int run(int argc, char** argv) {
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
   const Model& m = **model;
   ModelInfo info = model_info(m);
+  const bool is_lm = info.architecture == "lm";
   if (a.summary && !a.json) std::printf("%s\n", model_summary(m).c_str());
   if (a.summary && a.json) print_summary_json(m, info);
 
   const bool no_input = a.prompt.empty() && a.tokens.empty() && a.signal.empty();
   if (no_input && a.summary) return 0;
   if (no_input) {
-    if (m.arch == Architecture::signal && m.d_in == 2) {
+    if (info.architecture == "signal" && info.d_in == 2) {
       if (!a.cpu)
         if (int rc = need_ctx()) return rc;
       return run_spiral_demo(ctx.get(), *model, a.json, a.cpu);
@@ -302,7 +301,7 @@ int run(int argc, char** argv) {
   std::vector<int64_t> ids;
   std::vector<float> values;
   std::unique_ptr<Tokenizer> tok;
-  if (m.arch == Architecture::lm) {
+  if (is_lm) {
     if (!a.signal.empty()) return fail(Status(Code::input_error, "--signal given, but this is a language model (use --prompt or --tokens)"));
     if (!a.prompt.empty()) {
       auto t = load_tokenizer(m);
@@ -321,9 +320,9 @@ int run(int argc, char** argv) {
       ids = arr->ints;
     }
     for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] < 0 || ids[i] >= m.vocab)
+      if (ids[i] < 0 || ids[i] >= info.vocab)
         return fail(Status(Code::input_error, "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
-                                                  " is outside the vocabulary [0, " + std::to_string(m.vocab) + ")"));
+                                                  " is outside the vocabulary [0, " + std::to_string(info.vocab) + ")"));
   } else {
     if (a.signal.empty()) return fail(Status(Code::input_error, "this " + info.architecture + " model takes --signal FILE.npy"));
     if (a.generate) return fail(Status(Code::input_error, "--generate is for language models"));
@@ -344,7 +343,7 @@ int run(int argc, char** argv) {
   }
   if (N <= 0 || B <= 0) return fail(Status(Code::input_error, "the input is empty"));
   std::vector<double> ts;
-  if (!a.timestamps.empty() && m.t_equal) {
+  if (!a.timestamps.empty() && info.t_equal) {
     std::fprintf(stderr, "rfa-run: note: this model has t_equal = true: positions are its timestamps and "
                          "--timestamps is ignored, as in the reference\n");
   } else if (!a.timestamps.empty()) {
@@ -397,13 +396,12 @@ int run(int argc, char** argv) {
     std::vector<int64_t> seq = ids;
     int n = N;
     std::vector<double> res;
-    ref::ModelProbe probe;
-    probe.requests = *pairs;
+    std::vector<ReferenceAttention> maps;
     std::vector<double> in(values.begin(), values.end());
     for (;;) {
-      probe.captures.clear();
-      auto r = ref::forward(m, B, n, values.empty() ? nullptr : in.data(), seq.empty() ? nullptr : seq.data(),
-                            ts.empty() ? nullptr : ts.data(), &probe);
+      maps.clear();
+      auto r = reference_forward(m, B, n, values.empty() ? nullptr : in.data(), seq.empty() ? nullptr : seq.data(),
+                                 ts.empty() ? nullptr : ts.data(), *pairs, &maps);
       if (!r) return fail(r.status());
       res = r.take();
       if ((int)generated.size() == a.generate) break;
@@ -420,8 +418,8 @@ int run(int argc, char** argv) {
       ++n;
     }
     outputs.assign(res.begin(), res.end());
-    for (auto& c : probe.captures) {
-      std::vector<float> ah(c.Ahat.begin(), c.Ahat.end()), ad(c.A.begin(), c.A.end());
+    for (auto& c : maps) {
+      std::vector<float> ah(c.ahat.begin(), c.ahat.end()), ad(c.a.begin(), c.a.end());
       attn_dumps.push_back({"attn_L" + std::to_string(c.layer) + "_H" + std::to_string(c.head) + ".npy", ah});
       attn_dumps.push_back({"attn_decayed_L" + std::to_string(c.layer) + "_H" + std::to_string(c.head) + ".npy", ad});
     }
@@ -452,7 +450,7 @@ int run(int argc, char** argv) {
         for (int b = 0; b < B; ++b)
           for (int i = 0; i < count; ++i) tsl.push_back(ts[(size_t)b * N + pos0 + i]);
       Status st;
-      if (m.arch == Architecture::lm) {
+      if (is_lm) {
         std::vector<int64_t> x;
         for (int b = 0; b < B; ++b)
           for (int i = 0; i < count; ++i) x.push_back(ids[(size_t)b * N + pos0 + i]);
@@ -529,7 +527,7 @@ int run(int argc, char** argv) {
     }
     std::printf("}\n");
   } else {
-    if (m.arch == Architecture::lm && !a.prompt.empty()) std::printf("%s%s\n", a.prompt.c_str(), text.c_str());
+    if (is_lm && !a.prompt.empty()) std::printf("%s%s\n", a.prompt.c_str(), text.c_str());
     else if (!generated.empty()) {
       for (auto g : generated) std::printf("%lld ", (long long)g);
       std::printf("\n");
