@@ -21,3 +21,13 @@ if(TARGET rfa-viewer)
     set_tests_properties(viewer_window_xvfb PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
   endif()
 endif()
+
+# The SDK as installed: cmake --install into a temporary prefix, the examples built against it
+# with find_package and pkg-config and run, the installed rfa-run, and the Python package installed
+# with pip into a venv of Debian's python3, loading the installed librfa.so.
+if(RFA_BUILD_TOOLS)
+  add_test(NAME install_examples
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install_test.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
+            ${CMAKE_BINARY_DIR}/test-tmp/install)
+  set_tests_properties(install_examples PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 900)
+endif()

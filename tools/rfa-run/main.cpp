@@ -154,8 +154,9 @@ int parse(int argc, char** argv, Args& a) {
 std::string default_model() {
   if (const char* e = std::getenv("RFA_MODEL")) return e;
   fs::path self = fs::canonical("/proc/self/exe").parent_path();
-  for (fs::path p : {self / ".." / "models" / "spiral-filter", self / "models" / "spiral-filter",
-                     fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter"})
+  // Installed (bin/ beside share/rfa/models), then a build tree inside or beside the sources.
+  for (fs::path p : {self / ".." / "share" / "rfa" / "models" / "spiral-filter", self / ".." / "models" / "spiral-filter",
+                     self / "models" / "spiral-filter", fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter"})
     if (fs::exists(p / "config.json")) return fs::weakly_canonical(p).string();
   return (fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter").string();
 }
