@@ -31,3 +31,11 @@ if(RFA_BUILD_TOOLS)
             ${CMAKE_BINARY_DIR}/test-tmp/install)
   set_tests_properties(install_examples PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 900)
 endif()
+
+# The Python package's suite (python/tests) with Debian's python3, numpy and pytest, against the
+# librfa.so of this build: outputs equal rfa-run --dump, streaming equals prefill, errors carry the
+# runtime's message, checkpoint conversion round-trips.
+add_test(NAME python_suite
+  COMMAND /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
+set_tests_properties(python_suite PROPERTIES TIMEOUT 900 ENVIRONMENT
+  "${RFA_TEST_ENV};RFA_LIBRARY=$<TARGET_FILE:rfa_shared>;PYTHONPATH=${CMAKE_SOURCE_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
