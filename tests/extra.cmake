@@ -11,6 +11,13 @@ if(TARGET rfa-viewer)
   add_test(NAME viewer_headless
     COMMAND viewer_headless_check $<TARGET_FILE:rfa-viewer> ${CMAKE_BINARY_DIR}/test-tmp/viewer_headless)
   set_tests_properties(viewer_headless PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
+  # A text model: token labels on the map's axes when zoomed in, the hover readout, the hovered
+  # tokens highlighted in the text panel.
+  add_executable(viewer_text_check viewer_text_check.cpp)
+  add_test(NAME viewer_text
+    COMMAND viewer_text_check $<TARGET_FILE:rfa-viewer> ${CMAKE_SOURCE_DIR}/models/tiny-char-lm
+            ${CMAKE_BINARY_DIR}/test-tmp/viewer_text)
+  set_tests_properties(viewer_text PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
   # A real window under Xvfb: 30 frames with the live spiral streaming one position per frame,
   # validation on; exit 0 only when no validation message was seen and the window closed cleanly.
   find_program(XVFB_RUN xvfb-run)

@@ -11,6 +11,7 @@
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
 #include "sources.hpp"
+#include "token_text.hpp"
 
 namespace rfa { class Tokenizer; }
 
@@ -24,6 +25,7 @@ struct Options {
   int max_context = 1024, view_extent = 0, map_size = 512, thumb_size = 96;
   double steps_per_frame = 1.0, noise = 1.0, interval = 0.1, vmax = 1.0, decades = 3.0;
   uint64_t seed = 2026;
+  int hover_i = -1, hover_j = -1;  // --hover I,J: hold the mouse over map cell (I, J) (scripted screenshots)
 };
 
 // One streamed position, for the readouts and the trajectory panel.
@@ -102,6 +104,12 @@ class App {
   int thumbs_at_ = -1;  // position of the last thumbnail render
   float map_screen_[4] = {0, 0, 0, 0};  // where the main map was drawn (x0, y0, x1, y1)
   FrameTimes times_, shown_;  // this frame's; the last frame that did work (for the panel)
+  // text models (token_text.hpp): per streamed position, its axis label and its piece of text
+  std::vector<int> label_ids_;
+  std::vector<std::string> labels_, pieces_;
+  AxisLabels axis_;                  // the labels drawn on the map this frame
+  int hover_i_ = -1, hover_j_ = -1;  // the map cell under the mouse (last frame), -1: none
+  std::vector<std::string> readout_; // the hover readout's lines (last frame)
   std::mt19937 rng_{7};
 };
 

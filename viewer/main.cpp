@@ -43,6 +43,7 @@ const char* kUsage =
     "  --screenshot PNG     write the last frame;  --dump-json FILE: map placement and regimes table\n"
     "  --width W --height H frame size (default 1600 x 1000)\n"
     "  --print-timings      per frame: GPU ms of inference, probes and colour maps\n"
+    "  --hover I,J          hold the mouse over map cell (I, J): its readout and highlighted tokens\n"
     "RFA_VALIDATION=1 turns the Khronos validation layer on; any warning or error makes the exit code 1.\n";
 
 bool parse(int argc, char** argv, Options& o) {
@@ -81,6 +82,12 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--height") o.height = std::atoi(val());
     else if (a == "--print-timings") o.print_timings = true;
     else if (a == "--no-generate") o.generate = false;
+    else if (a == "--hover") {
+      if (std::sscanf(val(), "%d,%d", &o.hover_i, &o.hover_j) != 2 || o.hover_i < 0 || o.hover_j < 0) {
+        std::fprintf(stderr, "rfa-viewer: --hover expects I,J (a map cell)\n");
+        return false;
+      }
+    }
     else if (a == "--help" || a == "-h") {
       std::printf("%s", kUsage);
       std::exit(0);
