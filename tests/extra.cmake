@@ -46,3 +46,12 @@ add_test(NAME python_suite
   COMMAND /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
 set_tests_properties(python_suite PROPERTIES TIMEOUT 900 ENVIRONMENT
   "${RFA_TEST_ENV};RFA_LIBRARY=$<TARGET_FILE:rfa_shared>;PYTHONPATH=${CMAKE_SOURCE_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
+
+# rfa-run's progress line: only on a terminal (script(1) from bsdutils gives the test one).
+find_program(SCRIPT_EXECUTABLE script)
+if(SCRIPT_EXECUTABLE AND RFA_BUILD_TOOLS)
+  add_test(NAME rfa_run_progress
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/progress_test.sh $<TARGET_FILE:rfa-run>
+            ${CMAKE_SOURCE_DIR}/models/tiny-char-lm ${CMAKE_BINARY_DIR}/test-tmp/progress)
+  set_tests_properties(rfa_run_progress PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 300)
+endif()

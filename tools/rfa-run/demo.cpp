@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "progress.hpp"
 #include "rfa/device.hpp"
 #include "rfa/reference.hpp"
 #include "rfa/spiral.hpp"
@@ -62,6 +63,7 @@ Result<DemoResult> evaluate(Context* ctx, std::shared_ptr<const Model> model, bo
   std::vector<float> pred((size_t)B * N * 2);
   auto t0 = std::chrono::steady_clock::now();
   if (cpu) {
+    Progress progress(irregular ? "CPU twin, irregular sampling" : "CPU twin, regular sampling");
     std::vector<double> in(y.begin(), y.end());
     auto f = reference_forward(*model, B, N, in.data(), nullptr, ts.data());
     if (!f) return f.status();
@@ -72,7 +74,9 @@ Result<DemoResult> evaluate(Context* ctx, std::shared_ptr<const Model> model, bo
     o.max_context = N;
     auto s = Session::create(*ctx, model, o);
     if (!s) return s.status();
+    Progress progress(irregular ? "streaming, irregular sampling" : "streaming, regular sampling", N, "steps");
     for (int k = 0; k < N; ++k) {
+      progress.set(k);
       std::vector<float> step((size_t)B * 2);
       std::vector<double> tk((size_t)B);
       for (int b = 0; b < B; ++b) {

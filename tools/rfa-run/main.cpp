@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "demo.hpp"
+#include "progress.hpp"
 #include "rfa/context.hpp"
 #include "rfa/npy.hpp"
 #include "rfa/reference.hpp"
@@ -69,6 +70,7 @@ int exit_code(Code c) {
 }
 
 int fail(const Status& s, int code = -1) {
+  Progress::interrupt();
   std::fprintf(stderr, "rfa-run: %s\n", s.to_string().c_str());
   return code >= 0 ? code : exit_code(s.code());
 }
@@ -399,7 +401,9 @@ int run(int argc, char** argv) {
     std::vector<double> res;
     std::vector<ReferenceAttention> maps;
     std::vector<double> in(values.begin(), values.end());
+    Progress progress(a.generate ? "generating on the CPU twin" : "running the CPU twin", a.generate, "tokens");
     for (;;) {
+      progress.set((long)generated.size());
       maps.clear();
       auto r = reference_forward(m, B, n, values.empty() ? nullptr : in.data(), seq.empty() ? nullptr : seq.data(),
                                  ts.empty() ? nullptr : ts.data(), *pairs, &maps);
@@ -466,13 +470,20 @@ int run(int argc, char** argv) {
       if (st.ok()) collect();
       return st;
     };
+    Progress progress(a.stream ? "streaming" : "prefill of " + std::to_string(N) + " positions",
+                      a.stream ? N : 0, "positions");
     if (a.stream) {
-      for (int i = 0; i < N; ++i)
+      for (int i = 0; i < N; ++i) {
         if (Status st = feed(i, 1); !st.ok()) return fail(st);
+        progress.set(i + 1);
+      }
     } else if (Status st = feed(0, N); !st.ok()) {
       return fail(st);
     }
+    Progress::interrupt();
+    Progress gen_progress("generating", a.generate, "tokens");
     for (int g = 0; g < a.generate; ++g) {
+      gen_progress.set(g);
       std::vector<int64_t> next;
       for (int b = 0; b < B; ++b) {
         const float* last = &S.outputs()[((size_t)b * S.output_count() + S.output_count() - 1) * V];
