@@ -55,3 +55,10 @@ if(SCRIPT_EXECUTABLE AND RFA_BUILD_TOOLS)
             ${CMAKE_SOURCE_DIR}/models/tiny-char-lm ${CMAKE_BINARY_DIR}/test-tmp/progress)
   set_tests_properties(rfa_run_progress PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 300)
 endif()
+
+# The repository's own files: no absolute paths of the machine they were made on, every docs/
+# reference and section reference resolves, no private include outside runtime/src, tests/ and
+# tools/rfa-bench/. The self-test proves each check catches its case.
+add_test(NAME repo_checks COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_repo.py ${CMAKE_SOURCE_DIR})
+add_test(NAME repo_checks_selftest COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_repo.py --self-test)
+set_tests_properties(repo_checks repo_checks_selftest PROPERTIES ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 120)

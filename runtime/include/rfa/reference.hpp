@@ -1,7 +1,7 @@
 // REFERENCE ONLY: the double-precision CPU twin of a whole model.
 //
-// The twin is written straight from the definitions (docs/math.md §2, docs/reference-code.md
-// §2-§10) with std::complex<double>, shares no code with the GPU kernels, and recomputes the whole
+// The twin is written straight from the definitions (docs/math.md §2 and
+// docs/reference-code.md §2-§10) with std::complex<double>, shares no code with the GPU kernels, and recomputes the whole
 // sequence on every call: it is the runtime's test oracle, offered so that apps and `rfa-run
 // --cpu-reference` can check a result, not to serve one. It is slow (O(N^2) per head, one CPU
 // thread, every attention matrix in memory) and needs no Vulkan device.

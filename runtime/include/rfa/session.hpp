@@ -30,7 +30,7 @@ struct ModelInfo {
 };
 ModelInfo model_info(const Model& m);
 
-// Physical parameters and regime of one head (RFA.md §5).
+// Physical parameters and regime of one head (docs/math.md §5).
 struct HeadSummary {
   int layer = 0, head = 0;
   HeadParams params;

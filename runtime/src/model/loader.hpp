@@ -1,5 +1,5 @@
 // Model folder -> rfa::Model: config.json + model.safetensors, validated tensor by tensor, raw
-// reference parameters converted to the physical AttentionParams (RFA-REFERENCE.md §3-§8).
+// reference parameters converted to the physical AttentionParams (docs/reference-code.md §3-§8).
 #pragma once
 
 #include <string>
