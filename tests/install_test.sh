@@ -41,11 +41,14 @@ cmake -S "$src/examples" -B "$work/ex" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUI
 grep -q "the model zoo: $prefix/share/rfa/models" "$work/ex.log" || fail "rfa_MODELS_DIR does not point into the prefix"
 cmake --build "$work/ex" -j2 >> "$work/ex.log" 2>&1 || { tail -40 "$work/ex.log"; fail "building the examples"; }
 uses_prefix_lib "$work/ex/hello_rfa_cpp" || fail "hello_rfa_cpp does not use the installed librfa.so"
-if ldd "$work/ex/hello_rfa_cpp_static" | grep -q librfa; then fail "hello_rfa_cpp_static links librfa.so"; fi
+for s in hello_rfa_cpp_static hello_rfa_c_static; do
+  if ldd "$work/ex/$s" | grep -q librfa; then fail "$s links librfa.so"; fi
+done
 models=$prefix/share/rfa/models
 "$work/ex/hello_rfa_cpp" "$models/spiral-filter"
 "$work/ex/hello_rfa_cpp" "$models/tiny-char-lm" | grep -q "^text: The " || fail "hello_rfa_cpp on the LM"
 "$work/ex/hello_rfa_cpp_static" "$models/spiral-filter" > /dev/null
+"$work/ex/hello_rfa_c_static" "$models/tiny-char-lm" > /dev/null
 "$work/ex/hello_rfa_c" "$models/tiny-char-lm"
 "$work/ex/hello_rfa_c" "$models/spiral-filter" > /dev/null
 if "$work/ex/hello_rfa_c" "$work/no-such-model" 2> "$work/err.txt"; then fail "hello_rfa_c accepted a missing model"; fi
