@@ -1,5 +1,5 @@
 # Compiles every shaders/*.comp to Vulkan 1.1 SPIR-V at build time, validates it with spirv-val,
-# and embeds it in a static library as uint32_t arrays with a lookup by name (gpu/shader_registry.hpp).
+# and embeds it as uint32_t arrays in an object library (compiled into librfa.a and librfa.so) with a lookup by name (gpu/shader_registry.hpp).
 # A shader is rebuilt when it or any shaders/common/*.glsl include changes.
 function(rfa_add_shaders target shader_dir)
   file(GLOB comps CONFIGURE_DEPENDS ${shader_dir}/*.comp)
@@ -42,7 +42,7 @@ const ShaderBinary* find_shader(const char* name) {
 }
 }  // namespace rfa::gpu
 ")
-  add_library(${target} STATIC ${reg} ${headers})
+  add_library(${target} OBJECT ${reg} ${headers})
   target_include_directories(${target} PRIVATE ${out_dir})
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()

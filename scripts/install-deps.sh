@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages RFA-VK needs to build, test and run (only those missing).
 set -euo pipefail
 PKGS=(cmake g++ make pkg-config libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools
-      spirv-tools doctest-dev nlohmann-json3-dev libglfw3-dev libimgui-dev libstb-dev xvfb xauth clang)
+      spirv-tools doctest-dev nlohmann-json3-dev libglfw3-dev libimgui-dev libstb-dev xvfb xauth clang
+      # the Python package (python/): its suite, and the pip install of tests/install_test.sh
+      python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-venv)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

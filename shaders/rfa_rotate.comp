@@ -1,5 +1,5 @@
 #version 450
-// Complex input RMS norm and rotation into the stationary frame (RFA-REFERENCE §2, §4.4), writing
+// Complex input RMS norm and rotation into the stationary frame (docs/reference-code.md §2, §4.4), writing
 // the new positions [pos0, pos0 + n_new) of the Q/K/V caches (ring slot p % capacity; pos0 comes
 // from a buffer so a recorded command buffer serves every step). One invocation per (row, head,
 // which of q/k/v). Also writes |Q~|^2, |K~|^2 (rotation-invariant) and V_norm (normalized, not rotated,

@@ -1,5 +1,5 @@
 #version 450
-// Attention tomography of one (batch row, head) (SEEDS.md §4, the Laplace-Radon reading): the
+// Attention tomography of one (batch row, head) (docs/DIAGNOSTICS.md §3, the Laplace-Radon reading): the
 // per-pair work of the diagnostics, recomputed from the caches like rfa_probe, with the logits
 // scaled by a temperature alpha (the sweep l -> alpha l of eq. 30).
 //

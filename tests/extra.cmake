@@ -1,8 +1,7 @@
 # rfa-viewer's tests: they run the real program (headless, and windowed under Xvfb).
 if(TARGET rfa-viewer)
   add_executable(viewer_headless_check viewer_headless_check.cpp)
-  target_link_libraries(viewer_headless_check PRIVATE rfa)
-  target_include_directories(viewer_headless_check PRIVATE ${CMAKE_SOURCE_DIR}/runtime/src)
+  target_link_libraries(viewer_headless_check PRIVATE rfa_internal)
   set(viewer_env
     "XDG_RUNTIME_DIR=${CMAKE_BINARY_DIR}/xdg"
     "RFA_VALIDATION=1"
@@ -12,6 +11,13 @@ if(TARGET rfa-viewer)
   add_test(NAME viewer_headless
     COMMAND viewer_headless_check $<TARGET_FILE:rfa-viewer> ${CMAKE_BINARY_DIR}/test-tmp/viewer_headless)
   set_tests_properties(viewer_headless PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
+  # A text model: token labels on the map's axes when zoomed in, the hover readout, the hovered
+  # tokens highlighted in the text panel.
+  add_executable(viewer_text_check viewer_text_check.cpp)
+  add_test(NAME viewer_text
+    COMMAND viewer_text_check $<TARGET_FILE:rfa-viewer> ${CMAKE_SOURCE_DIR}/models/tiny-char-lm
+            ${CMAKE_BINARY_DIR}/test-tmp/viewer_text)
+  set_tests_properties(viewer_text PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
   # A real window under Xvfb: 30 frames with the live spiral streaming one position per frame,
   # validation on; exit 0 only when no validation message was seen and the window closed cleanly.
   find_program(XVFB_RUN xvfb-run)
@@ -45,3 +51,37 @@ if(TARGET rfa-viewer AND TARGET viewer_headless_check)
             ${CMAKE_BINARY_DIR}/test-tmp/viewer_diagnostics)
   set_tests_properties(viewer_diagnostics PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
 endif()
+
+# The SDK as installed: cmake --install into a temporary prefix, the examples built against it
+# with find_package and pkg-config and run, the installed rfa-run, and the Python package installed
+# with pip into a venv of Debian's python3, loading the installed librfa.so.
+if(RFA_BUILD_TOOLS)
+  add_test(NAME install_examples
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install_test.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
+            ${CMAKE_BINARY_DIR}/test-tmp/install)
+  set_tests_properties(install_examples PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 900)
+endif()
+
+# The Python package's suite (python/tests) with Debian's python3, numpy and pytest, against the
+# librfa.so of this build: outputs equal rfa-run --dump, streaming equals prefill, errors carry the
+# runtime's message, checkpoint conversion round-trips.
+add_test(NAME python_suite
+  COMMAND /usr/bin/python3 -m pytest -q -rs -p no:cacheprovider ${CMAKE_SOURCE_DIR}/python/tests)
+set_tests_properties(python_suite PROPERTIES TIMEOUT 900 ENVIRONMENT
+  "${RFA_TEST_ENV};RFA_LIBRARY=$<TARGET_FILE:rfa_shared>;PYTHONPATH=${CMAKE_SOURCE_DIR}/python;PYTHONDONTWRITEBYTECODE=1")
+
+# rfa-run's progress line: only on a terminal (script(1) from bsdutils gives the test one).
+find_program(SCRIPT_EXECUTABLE script)
+if(SCRIPT_EXECUTABLE AND RFA_BUILD_TOOLS)
+  add_test(NAME rfa_run_progress
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/progress_test.sh $<TARGET_FILE:rfa-run>
+            ${CMAKE_SOURCE_DIR}/models/tiny-char-lm ${CMAKE_BINARY_DIR}/test-tmp/progress)
+  set_tests_properties(rfa_run_progress PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 300)
+endif()
+
+# The repository's own files: no absolute paths of the machine they were made on, every docs/
+# reference and section reference resolves, no private include outside runtime/src, tests/ and
+# tools/rfa-bench/. The self-test proves each check catches its case.
+add_test(NAME repo_checks COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_repo.py ${CMAKE_SOURCE_DIR})
+add_test(NAME repo_checks_selftest COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_repo.py --self-test)
+set_tests_properties(repo_checks repo_checks_selftest PROPERTIES ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 120)

@@ -1,5 +1,5 @@
 // Attention tomography (Session::head_diagnostics, ops/rfa_tomography) on the GPU against
-// double-precision computations from the definitions (SEEDS.md §4.2): hand-checkable heads
+// double-precision computations from the definitions (docs/DIAGNOSTICS.md §3): hand-checkable heads
 // (uniform rows, the streaming-entropy and two-key hand values, a permutation), general RFA heads
 // (every logit from the CPU twin's pair_terms, the softmax, entropy, s-moments, P's singular
 // values, the tilt covariance and the normals n = W^T u0 formed explicitly in token space),
@@ -189,7 +189,7 @@ TEST_CASE("uniform rows: entropy log n, log Z log n, rank-one P with effective r
       CHECK(d.nullity == N - 1);
       for (const SweepPoint& sp : d.sweep) CHECK(sp.erank == doctest::Approx(1.0).epsilon(1e-5));
     } else {
-      // Lower-triangular with a positive diagonal: full rank (SEEDS §4.2, causal note).
+      // Lower-triangular with a positive diagonal: full rank (docs/DIAGNOSTICS.md §3, causal note).
       CHECK(d.rank == N);
     }
   }

@@ -1,6 +1,6 @@
 // The model zoo's goldens: inputs and outputs written by the PyTorch module (models/train,
 // float64, from the weights exactly as stored). The GPU runtime (prefill and streaming) and the
-// CPU twin must reproduce them: two independent implementations of RFA-REFERENCE.md agreeing.
+// CPU twin must reproduce them: two independent implementations of docs/reference-code.md agreeing.
 //
 // Naming (models/<name>/golden/): X_output.npy goes with X_input.npy and, if present,
 // X_timestamps.npy; output.npy with input.npy; an output named *_output_last.npy holds only the

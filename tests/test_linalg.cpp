@@ -1,5 +1,5 @@
-// The host linear algebra of the attention tomography (probe/linalg): hand values from SEEDS.md
-// §4.6, singular values against an independent route (Jacobi eigenvalues of A^T A) and the
+// The host linear algebra of the attention tomography (probe/linalg): hand values (docs/DIAGNOSTICS.md §3),
+// singular values against an independent route (Jacobi eigenvalues of A^T A) and the
 // Frobenius norm over awkward shapes (wide, tall, rank-deficient, zero rows and columns that put
 // zeros on the bidiagonal, graded scales), Jacobi eigenvectors, effective rank and participation
 // ratio. No GPU.

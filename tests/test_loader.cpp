@@ -1,6 +1,6 @@
 // Model folders -> rfa::Model: random small models of each architecture written with the
 // safetensors writer, loaded back, physical parameters checked against hand computations of
-// RFA-REFERENCE.md §3-§8, and every class of bad input rejected with a useful message.
+// docs/reference-code.md §3-§8, and every class of bad input rejected with a useful message.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -75,7 +75,7 @@ void linear(Tensors& t, Gen& g, const std::string& p, int in, int out) {
   put_random(t, g, p + ".bias", {out});
 }
 
-// Every tensor of one MultiheadIsotropicRFA layer's state_dict (RFA-REFERENCE.md §10).
+// Every tensor of one MultiheadIsotropicRFA layer's state_dict (docs/reference-code.md §10).
 void attention_tensors(Tensors& t, Gen& g, const std::string& p, const ModelConfig& c, bool with_buffers) {
   const ReferenceArgs& a = c.args;
   const int H = a.n_heads, D = c.head_dim(), de = a.d_e;
@@ -187,7 +187,7 @@ Status load_err(const fs::path& dir) {
   return m.status();
 }
 
-// ---- hand computations of RFA-REFERENCE.md §3 -----------------------------------------------------
+// ---- hand computations of docs/reference-code.md §3 -----------------------------------------------------
 
 double sp(double x) { return x > 20 ? x : std::log(1.0 + std::exp(x)); }  // torch softplus
 double raw(const Tensors& t, const std::string& name, size_t i) { return (double)t.at(name).data.at(i); }
@@ -373,7 +373,7 @@ TEST_CASE("lm with the notebook defaults (M1-like: scale_decay_by_time_interval)
   CHECK(contains(s, "brownian"));  // head 0 has mu = 0
 }
 
-TEST_CASE("notebook initial values give the numbers of RFA-REFERENCE.md §3.5") {
+TEST_CASE("notebook initial values give the numbers of docs/reference-code.md §3.5") {
   // One attention layer at the WikiText sizes (H = 8, D = 32), d_e kept small; M1 init values.
   const int H = 8, D = 32;
   json args = {{"d_e", 4}};

@@ -1,6 +1,6 @@
 // The CPU twin's attention (reference/attention_ref) against independent computations: softmax
 // identities, the RoPE limit computed separately, a hand-computed 2-token example, the expanded
-// residual of RFA-REFERENCE §5.1, masking, extreme parameters, long timestamps and the gate.
+// residual of docs/reference-code.md §5.1, masking, extreme parameters, long timestamps and the gate.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -232,7 +232,7 @@ TEST_CASE("hand-computed 2-token example") {
   CHECK(o.est[1].imag() == doctest::Approx(0.1865982072896344).epsilon(1e-13));
 }
 
-TEST_CASE("the direct residual equals RFA-REFERENCE §5.1's expanded form; stages are consistent") {
+TEST_CASE("the direct residual equals docs/reference-code.md §5.1's expanded form; stages are consistent") {
   const int B = 1, N = 6, H = 2, D = 8;
   AttentionParams p = default_params(H, D, 21);
   const size_t n = (size_t)B * N * H * D;

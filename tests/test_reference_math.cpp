@@ -1,5 +1,5 @@
-// The CPU twin's scalar kernels (reference/rfa_math) against hand values (RFA.md §6), the regime
-// closed forms (RFA.md §5), the reference's switches (RFA-REFERENCE §4.3) and quadratures of the
+// The CPU twin's scalar kernels (reference/rfa_math) against hand values (docs/math.md §6), the regime
+// closed forms (docs/math.md §5), the reference's switches (docs/reference-code.md §4.3) and quadratures of the
 // Differential Lyapunov Equation integrals that the covariance kernels solve in closed form.
 #include <doctest/doctest.h>
 
@@ -63,7 +63,7 @@ Mat2 matmul(const Mat2& a, const Mat2& b) {
 
 }  // namespace
 
-TEST_CASE("stationary covariance: RFA.md §6 hand values") {
+TEST_CASE("stationary covariance: docs/math.md §6 hand values") {
   // mu = 0.1, stationary variance 5, eta2 = 1, no query noise, no floor, no shift, no clamp.
   const AttentionParams p = one_head(Covariance::stationary, 0.1, 5.0, 0.0, 1.0, 0.0);
   CHECK(ref::vcov(p, 0, 0.0) == doctest::Approx(1.0).epsilon(1e-12));
@@ -119,7 +119,7 @@ TEST_CASE("e^{0.1 A} of the damped spiral via its eigen-decomposition and via th
   CHECK(ref::decay(p, 0, t) == doctest::Approx(std::abs(std::exp(t * l1))).epsilon(1e-14));
 }
 
-TEST_CASE("regimes: closed forms of RFA.md §5 match vcov") {
+TEST_CASE("regimes: closed forms of docs/math.md §5 match vcov") {
   const std::vector<double> lags = {0.0, 0.25, 1.0, 3.0, 10.0, 40.0, 200.0};
   struct Case {
     Covariance cov;

@@ -24,7 +24,7 @@ namespace {
 
 double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
 
-// The paper's models as physical parameters (RFA-REFERENCE §3.5, §9) on H heads of D dims, with
+// The paper's models as physical parameters (docs/reference-code.md §3.5, §9) on H heads of D dims, with
 // per-head noise jittered so heads differ. Names: M1, M2, M2.1 ... M2.7, RoPE, ALiBi, DecayedRoPE,
 // SCRoPE.
 AttentionParams model(const std::string& name, int H, int D, uint32_t seed = 3) {
@@ -341,7 +341,7 @@ TEST_CASE("limits: t ~ 1e6, mu = 0, tiny and huge nu, large tau") {
 }
 
 TEST_CASE("pure rotation equals RoPE dot-product attention") {
-  // M2.6 without shift and mu = 0: logits tau Re(conj(Q~) K~) / sqrt(D) (RFA-REFERENCE §11.10), i.e.
+  // M2.6 without shift and mu = 0: logits tau Re(conj(Q~) K~) / sqrt(D) (docs/reference-code.md §11 item 10), i.e.
   // SDPA on the rotated caches with scale tau / sqrt(D), before counter-rotation.
   AttentionParams p = model("RoPE", 3, 16);
   p.sw.counter_rotate = false;

@@ -6,10 +6,26 @@
 #include <cstdio>
 #include <sstream>
 
-#include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "rfa/tokenizer.hpp"
+#include "token_text.hpp"
 
 namespace viewer {
+namespace {
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += (char)c;
+    else if (c < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", c);
+      o += b;
+    } else o += (char)c;
+  }
+  return o + "\"";
+}
+
+}  // namespace
 
 App::App(rfa::Context& ctx, Options opt) : ctx_(ctx), opt_(std::move(opt)) {
   layer_ = opt_.layer;
@@ -21,7 +37,7 @@ App::App(rfa::Context& ctx, Options opt) : ctx_(ctx), opt_(std::move(opt)) {
 
 App::~App() = default;
 
-bool App::is_lm() const { return model_ && model_->arch == rfa::Architecture::lm; }
+bool App::is_lm() const { return model_ && info_.architecture == "lm"; }
 
 std::string App::open_model(const std::string& dir) {
   auto m = rfa::load_model_dir(dir);
@@ -297,10 +313,7 @@ std::string App::describe_input(int pos) const {
   const Position& p = positions_[(size_t)(pos - positions_base_)];
   char b[128];
   if (p.token >= 0) {
-    std::string s = tokenizer_ ? tokenizer_->decode({p.token}) : std::to_string(p.token);
-    for (char& c : s)
-      if ((unsigned char)c < 32) c = ' ';
-    std::snprintf(b, sizeof b, "'%s' (%d)", s.c_str(), p.token);
+    std::snprintf(b, sizeof b, "\"%s\" (id %d)", token_label(tokenizer_.get(), p.token).c_str(), p.token);
     return b;
   }
   std::string out = "(";
@@ -329,7 +342,23 @@ std::string App::dump_json() const {
     for (size_t i = 0; i < cells.size(); ++i) o << (i ? ", " : "") << '"' << cells[i] << '"';
     o << "]";
   }
-  o << "\n  ],\n  \"diagnostics\": " << diag_.json() << "\n}\n";
+  o << "\n  ],\n";
+  // Text models: the map's token labels, the hovered cell and its readout (token_text.hpp).
+  auto strings = [&](const std::vector<std::string>& v) {
+    o << "[";
+    for (size_t i = 0; i < v.size(); ++i) o << (i ? ", " : "") << json_string(v[i]);
+    o << "]";
+  };
+  o << "  \"axis_labels\": {\"r0\": " << axis_.r0 << ", \"c0\": " << axis_.c0 << ", \"rows\": ";
+  strings(axis_.rows);
+  o << ", \"cols\": ";
+  strings(axis_.cols);
+  o << "},\n  \"hover\": ";
+  if (hover_i_ >= 0) o << "[" << hover_i_ << ", " << hover_j_ << "]";
+  else o << "null";
+  o << ",\n  \"hover_readout\": ";
+  strings(readout_);
+  o << ",\n  \"diagnostics\": " << diag_.json() << "\n}\n";
   return o.str();
 }
 

@@ -13,6 +13,7 @@
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
 #include "sources.hpp"
+#include "token_text.hpp"
 
 namespace rfa { class Tokenizer; }
 
@@ -27,6 +28,7 @@ struct Options {
   double steps_per_frame = 1.0, noise = 1.0, interval = 0.1, vmax = 1.0, decades = 3.0;
   uint64_t seed = 2026;
   double diagnostics_alpha = 1.0;  // the tomography panel's starting temperature
+  int hover_i = -1, hover_j = -1;  // --hover I,J: hold the mouse over map cell (I, J) (scripted screenshots)
 };
 
 // One streamed position, for the readouts and the trajectory panel.
@@ -116,6 +118,12 @@ class App {
   int pending_from_ = -1, pending_n_ = 0;  // positions whose outputs arrive with the frame
   bool maps_in_flight_ = false, thumbs_in_flight_ = false;
   std::vector<rfa::WindowTruncation> edge_mass_;  // the last measured window report
+  // text models (token_text.hpp): per streamed position, its axis label and its piece of text
+  std::vector<int> label_ids_;
+  std::vector<std::string> labels_, pieces_;
+  AxisLabels axis_;                  // the labels drawn on the map this frame
+  int hover_i_ = -1, hover_j_ = -1;  // the map cell under the mouse (last frame), -1: none
+  std::vector<std::string> readout_; // the hover readout's lines (last frame)
   std::mt19937 rng_{7};
   DiagnosticsPanel diag_;  // the attention tomography panel (panel_diagnostics.cpp)
 };

@@ -15,7 +15,6 @@
 #include <string>
 
 #include "app.hpp"
-#include "gpu/context.hpp"
 #include "image_quad.hpp"
 #include "imgui.h"
 #include "imgui_impl_glfw.h"
@@ -46,6 +45,7 @@ const char* kUsage =
     "  --width W --height H frame size (default 1600 x 1000)\n"
     "  --print-timings      per frame: GPU ms of inference, probes and colour maps\n"
     "  --diagnostics-alpha A  the attention tomography panel's starting temperature (default 1)\n"
+    "  --hover I,J          hold the mouse over map cell (I, J): its readout and highlighted tokens\n"
     "RFA_VALIDATION=1 turns the Khronos validation layer on; any warning or error makes the exit code 1.\n";
 
 bool parse(int argc, char** argv, Options& o) {
@@ -86,6 +86,12 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--print-timings") o.print_timings = true;
     else if (a == "--no-generate") o.generate = false;
     else if (a == "--diagnostics-alpha") o.diagnostics_alpha = std::atof(val());
+    else if (a == "--hover") {
+      if (std::sscanf(val(), "%d,%d", &o.hover_i, &o.hover_j) != 2 || o.hover_i < 0 || o.hover_j < 0) {
+        std::fprintf(stderr, "rfa-viewer: --hover expects I,J (a map cell)\n");
+        return false;
+      }
+    }
     else if (a == "--help" || a == "-h") {
       std::printf("%s", kUsage);
       std::exit(0);
@@ -150,7 +156,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rfa-viewer: %s\n", ctx.status().to_string().c_str());
     return 5;
   }
-  std::mutex& qm = (*ctx)->impl().queue_mutex();
+  std::mutex& qm = (*ctx)->queue_mutex();
   int rc = 0;
   {
     App app(**ctx, opt);

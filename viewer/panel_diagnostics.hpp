@@ -1,4 +1,4 @@
-// The viewer's "Attention tomography" panel (SEEDS.md §4): for the selected head, over the visible
+// The viewer's "Attention tomography" panel (docs/DIAGNOSTICS.md §3): for the selected head, over the visible
 // map or the last N rows, the Laplace-Radon and routing diagnostics of Session::head_diagnostics:
 // the tau histogram, the tilt and normal spectra, the singular values of P, the effective rank over
 // time as the stream grows, and an alpha slider for the temperature sweep. Owns its history; knows

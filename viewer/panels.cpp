@@ -2,13 +2,14 @@
 // thumbnails, kernels, the regimes table, the selected row, the trajectory and the timings.
 #include <algorithm>
 #include <cfloat>
+#include <cstdarg>
 #include <cmath>
 #include <cstdio>
 
 #include "app.hpp"
 #include "imgui.h"
-#include "model/model.hpp"
-#include "model/tokenizer.hpp"
+#include "rfa/tokenizer.hpp"
+#include "token_text.hpp"
 
 namespace viewer {
 namespace {
@@ -48,6 +49,34 @@ struct Panels {
   App& a;
   ImageQuads& q;
 
+  // Labels and pieces of text of the streamed tokens, rebuilt from where the stream changed.
+  void sync_labels() {
+    const size_t n = a.positions_.size();
+    size_t keep = 0;
+    while (keep < std::min(n, a.label_ids_.size()) && a.label_ids_[keep] == a.positions_[keep].token) ++keep;
+    a.label_ids_.resize(keep);
+    a.labels_.resize(keep);
+    a.pieces_.resize(keep);
+    for (size_t k = keep; k < n; ++k) {
+      const int id = a.positions_[k].token;
+      a.label_ids_.push_back(id);
+      a.labels_.push_back(token_label(a.tokenizer_.get(), id));
+      a.pieces_.push_back(a.tokenizer_ ? a.tokenizer_->decode({id}) : std::to_string(id) + " ");
+    }
+  }
+
+  // One line of the hover readout, also kept for --dump-json.
+  void say(bool disabled, const char* fmt, ...) IM_FMTARGS(3) {
+    char b[512];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    a.readout_.push_back(b);
+    if (disabled) ImGui::TextDisabled("%s", b);
+    else ImGui::TextUnformatted(b);
+  }
+
   void controls() {
     ImGui::SetNextWindowPos({8, 8}, ImGuiCond_FirstUseEver);
     ImGui::SetNextWindowSize({380, 300}, ImGuiCond_FirstUseEver);
@@ -63,7 +92,7 @@ struct Panels {
       ImGui::End();
       return;
     }
-    ImGui::Text("%s: %s, %d layers x %d heads, D = %d", a.model_->name.c_str(), a.info_.architecture.c_str(),
+    ImGui::Text("%s: %s, %d layers x %d heads, D = %d", a.info_.name.c_str(), a.info_.architecture.c_str(),
                 a.info_.layers, a.info_.heads, a.info_.head_dim);
     if (a.session_->window() > 0)
       ImGui::Text("position %d (window %d: every position sees its last %d)", a.position(), a.session_->window(),
@@ -83,9 +112,13 @@ struct Panels {
       ImGui::SameLine();
       ImGui::Checkbox("generate", &a.opt_.generate);
       ImGui::SliderFloat("temperature", &a.temperature_, 0.0f, 2.0f);
-      std::string text;
-      for (auto& p : a.positions_) text += a.tokenizer_ ? a.tokenizer_->decode({p.token}) : std::to_string(p.token) + " ";
-      ImGui::TextWrapped("%s", text.c_str());
+      // The text so far; the hovered query (or the selected row) and key are highlighted; a click
+      // on a token selects its row.
+      sync_labels();
+      ImGui::BeginChild("text", {0, 0}, true);
+      const int clicked = draw_token_text(a.pieces_, a.hover_i_ >= 0 ? a.hover_i_ : a.selected_row_, a.hover_j_);
+      if (clicked >= 0) a.selected_row_ = clicked;
+      ImGui::EndChild();
     } else if (a.spiral_) {
       float noise = (float)a.spiral_->sigma_m, interval = (float)a.spiral_->interval;
       if (ImGui::SliderFloat("noise sigma_m", &noise, 0.0f, 3.0f)) a.spiral_->sigma_m = noise;
@@ -127,13 +160,24 @@ struct Panels {
       a.clamp_selection();
       changed = true;
     }
+    // Text models keep room left of and above the map for token labels (token_text.hpp).
+    const bool labels = a.is_lm();
+    const float ml = labels ? kRowLabelWidth : 0.0f, mt = labels ? kColLabelHeight : 0.0f;
     ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float side = std::max(64.0f, std::min(avail.x, avail.y - 24));
-    ImVec2 p0 = ImGui::GetCursorScreenPos(), p1 = {p0.x + side, p0.y + side};
+    const float side = std::max(64.0f, std::min(avail.x - ml, avail.y - 24 - mt));
+    const ImVec2 c = ImGui::GetCursorScreenPos();
+    ImVec2 p0 = {c.x + ml, c.y + mt}, p1 = {p0.x + side, p0.y + side};
     q.image(a.map_->view(), p0, p1);
     a.map_screen_[0] = p0.x, a.map_screen_[1] = p0.y, a.map_screen_[2] = p1.x, a.map_screen_[3] = p1.y;
+    ImGui::SetCursorScreenPos(p0);
     ImGui::InvisibleButton("map", {side, side});
     const auto& r = a.req_;
+    if (labels) {
+      sync_labels();
+      a.axis_ = draw_axis_labels(ImGui::GetWindowDrawList(), p0, side, r, a.position(), a.labels_);
+    }
+    a.hover_i_ = a.hover_j_ = -1;
+    a.readout_.clear();
     if (ImGui::IsItemHovered()) {
       ImGuiIO& io = ImGui::GetIO();
       const float fx = (io.MousePos.x - p0.x) / side, fy = (io.MousePos.y - p0.y) / side;
@@ -146,7 +190,12 @@ struct Panels {
       }
       const int i = r.r0 + (int)(fy * (r.r1 - r.r0)), j = r.c0 + (int)(fx * (r.c1 - r.c0));
       if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) a.selected_row_ = i < a.position() ? i : -1;
+      a.hover_i_ = i, a.hover_j_ = j;
       hover(i, j);
+    }
+    if (a.opt_.hover_i >= 0 && r.r1 > r.r0 && r.c1 > r.c0) {  // --hover: the mouse rests on that cell
+      ImGui::GetIO().MousePos = {p0.x + (a.opt_.hover_j - r.c0 + 0.5f) * side / (r.c1 - r.c0),
+                                 p0.y + (a.opt_.hover_i - r.r0 + 0.5f) * side / (r.r1 - r.r0)};
     }
     if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left)) {
       ImVec2 d = ImGui::GetIO().MouseDelta;
@@ -166,25 +215,25 @@ struct Panels {
   void hover(int i, int j) {
     const int n = a.position();
     ImGui::BeginTooltip();
-    ImGui::Text("i = %d (query) %s", i, a.describe_input(i).c_str());
-    ImGui::Text("j = %d (key)   %s", j, a.describe_input(j).c_str());
+    say(false, "i = %d (query) %s", i, a.describe_input(i).c_str());
+    say(false, "j = %d (key)   %s", j, a.describe_input(j).c_str());
     if (i < n && j < n) {
       // The kernel's own terms for this pair, from the cached rotated Q/K and the row statistics.
       auto pr = a.session_->pair(a.layer_, a.head_, 0, i, j);
       if (!pr) {
-        ImGui::TextDisabled("%s", pr.status().message().c_str());
+        say(true, "%s", pr.status().message().c_str());
       } else if (pr->masked) {
-        ImGui::Text("lag = %.4g: masked (future key)", pr->lag);
+        say(false, "lag = %.4g: masked (future key)", pr->lag);
       } else {
-        ImGui::Text("lag = %.4g   dt = lag + shift = %.4g", pr->lag, pr->dt);
-        ImGui::Text("Ahat = %.5g   A = Ahat E = %.5g", pr->ahat, pr->a);
-        ImGui::Text("E = %.4g   Vcov = %.4g   P = %.4g   B = %.4g", pr->decay, pr->vcov, pr->precision, pr->bias);
-        ImGui::Text("|q|^2 = %.4g   |k|^2 = %.4g   cross = %.4g   R2 = %.4g", pr->q_norm2, pr->k_norm2, pr->cross,
-                    pr->residual2);
-        ImGui::Text("L = B - robust term = %.4g;  logit = tau L = %.4g", pr->L, pr->logit);
+        say(false, "lag = %.4g   dt = lag + shift = %.4g", pr->lag, pr->dt);
+        say(false, "Ahat = %.5g   A = Ahat E = %.5g", pr->ahat, pr->a);
+        say(false, "E = %.4g   Vcov = %.4g   P = %.4g   B = %.4g", pr->decay, pr->vcov, pr->precision, pr->bias);
+        say(false, "|q|^2 = %.4g   |k|^2 = %.4g   cross = %.4g   R2 = %.4g", pr->q_norm2, pr->k_norm2, pr->cross,
+            pr->residual2);
+        say(false, "L = B - robust term = %.4g;  logit = tau L = %.4g", pr->L, pr->logit);
       }
     } else {
-      ImGui::TextDisabled(j > i ? "masked (future key)" : "not streamed yet");
+      say(true, "%s", j > i ? "masked (future key)" : "not streamed yet");
     }
     ImGui::EndTooltip();
   }
@@ -244,7 +293,7 @@ struct Panels {
   void regimes() {
     ImGui::SetNextWindowPos({8, 704}, ImGuiCond_FirstUseEver);
     ImGui::SetNextWindowSize({1028, 288}, ImGuiCond_FirstUseEver);
-    ImGui::Begin("Regimes (RFA.md 5)");
+    ImGui::Begin("Regimes (docs/math.md §5)");
     auto cols = App::regime_columns();
     const ImGuiTableFlags fl = ImGuiTableFlags_Sortable | ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;

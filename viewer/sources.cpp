@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "model/npy.hpp"
+#include "rfa/npy.hpp"
 
 namespace viewer {
 

@@ -1,6 +1,6 @@
 #include "vk_device.hpp"
 
-#include "gpu/capabilities.hpp"
+#include "rfa/device.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -36,7 +36,7 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
   }
   std::vector<const char*> layers, exts(instance_exts);
   if (validation) {
-    if (!rfa::gpu::instance_has_layer("VK_LAYER_KHRONOS_validation")) {
+    if (!rfa::instance_has_layer("VK_LAYER_KHRONOS_validation")) {
       *error = "validation requested but VK_LAYER_KHRONOS_validation is not installed (vulkan-validationlayers)";
       return false;
     }
@@ -77,7 +77,7 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
     vkGetPhysicalDeviceProperties(devs[d], &p);
     if (want && *want && lower(p.deviceName).find(lower(want)) == std::string::npos && std::to_string(d) != want)
       continue;
-    if (swapchain && !rfa::gpu::device_has_extension(devs[d], VK_KHR_SWAPCHAIN_EXTENSION_NAME)) continue;
+    if (swapchain && !rfa::device_has_extension(devs[d], VK_KHR_SWAPCHAIN_EXTENSION_NAME)) continue;
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(devs[d], &nq, nullptr);
     std::vector<VkQueueFamilyProperties> qf(nq);
@@ -90,8 +90,8 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
       fam = (int)f;
     }
     if (fam < 0) continue;
-    if (rfa::gpu::device_type_rank(p.deviceType) > best_rank) {
-      best_rank = rfa::gpu::device_type_rank(p.deviceType);
+    if (rfa::device_type_rank(p.deviceType) > best_rank) {
+      best_rank = rfa::device_type_rank(p.deviceType);
       best = (int)d;
       best_family = fam;
     }
@@ -109,8 +109,7 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
 
   std::vector<const char*> dexts;
   if (swapchain) dexts.push_back(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
-  if (rfa::gpu::device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME)) dexts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-  if (rfa::gpu::device_has_extension(phys, "VK_KHR_portability_subset")) dexts.push_back("VK_KHR_portability_subset");
+  for (const char* e : rfa::wanted_device_extensions(phys)) dexts.push_back(e);
   for (const char* e : dexts) device_extensions.emplace_back(e);
   float prio = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

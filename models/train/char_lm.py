@@ -22,7 +22,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rfa_torch import make_args, LanguageModel  # noqa: E402
 from export import export_model, load_stored_into, save_npy  # noqa: E402
-from common import seed_all, lr_at, head_table, head_table_md, Timer  # noqa: E402
+from common import seed_all, lr_at, head_table, head_table_md, portable_cli, Timer  # noqa: E402
 
 FORTUNE_DIR = "/usr/share/games/fortunes"
 
@@ -181,7 +181,7 @@ def main():
                           metadata={"model": "tiny-char-lm", "made_by": "models/train/char_lm.py"})
     write_goldens(args, stored, out_dir, val_ids)
     heads = head_table(model)
-    summary = dict(results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=vars(a),
+    summary = dict(results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=portable_cli(a),
                    heads=heads, corpus=dict(files=files, n_fortunes=n_fortunes, train_bytes=len(train_ids),
                                             val_bytes=len(val_ids)))
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:

@@ -1,5 +1,5 @@
 """Self-check: rfa_torch.MultiheadIsotropicRFA vs a naive per-(i,j,h) numpy loop written
-directly from RFA-REFERENCE.md (float64). Run: /usr/bin/python3 check_rfa.py"""
+directly from docs/reference-code.md (float64). Run: /usr/bin/python3 check_rfa.py"""
 import math
 import sys
 import os

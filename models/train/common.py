@@ -1,5 +1,6 @@
 """Shared training utilities: seeding, LR schedule, head summaries for MODEL.md."""
 import math
+import os
 import random
 import time
 
@@ -7,6 +8,18 @@ import numpy as np
 import torch
 
 from rfa_torch import MultiheadIsotropicRFA
+
+
+def portable_cli(ns):
+    """vars(ns) for metrics.json, with paths relative to the repository (no machine's absolute
+    paths in the tree)."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = {}
+    for k, v in vars(ns).items():
+        if isinstance(v, str) and os.path.isabs(v):
+            v = os.path.relpath(v, repo)
+        out[k] = v
+    return out
 
 
 def seed_all(seed):
@@ -32,7 +45,7 @@ def sde_clip_(model, value=1e-4):
 
 
 def head_table(model):
-    """Per-layer, per-head physical parameters and regime (RFA.md §5), as markdown rows."""
+    """Per-layer, per-head physical parameters and regime (docs/math.md §5), as markdown rows."""
     rows = []
     li = 0
     for name, m in model.named_modules():

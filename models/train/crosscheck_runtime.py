@@ -4,7 +4,7 @@ For each setting: build a small `signal` network with random raw parameters (so 
 changes the numbers), export it with export.py, run `rfa-run` on it (GPU, and the double-precision
 CPU twin with --cpu-reference) with irregular timestamps, and compare with this module's float64
 forward pass from the stored weights. Three implementations written separately from
-RFA-REFERENCE.md must agree.
+docs/reference-code.md must agree.
 
 usage: /usr/bin/python3 crosscheck_runtime.py BUILD_DIR   (prints one line per setting; exit 1 on a mismatch)
 """

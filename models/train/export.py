@@ -83,7 +83,7 @@ def read_safetensors(path):
 
 
 def full_args(args_ns_or_dict):
-    """All reference argument names (§9.1) + our keys, explicitly."""
+    """All reference argument names (docs/reference-code.md §9.1) + our keys, explicitly."""
     d = dict(args_ns_or_dict) if isinstance(args_ns_or_dict, dict) else dict(vars(args_ns_or_dict))
     out = OrderedDict()
     for k in list(REFERENCE_DEFAULTS) + list(OUR_DEFAULTS):

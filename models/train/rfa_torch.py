@@ -1,6 +1,6 @@
 """Independent PyTorch implementation of the reference isotropic RFA forward pass.
 
-Written from /work/shared/docs/RFA-REFERENCE.md (the specification of what the author's
+Written from docs/reference-code.md (the specification of what the author's
 `MultiheadIsotropicRFA` computes). Module/parameter names mirror the reference so that
 `state_dict()` keys are identical (minus the derived buffers t_measure/abs_idx/causal_mask,
 which this implementation does not keep).
@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 # ----------------------------------------------------------------------------------------
-# Arguments (reference namespace; defaults = RFA-REFERENCE §9.1 common settings)
+# Arguments (reference namespace; defaults = docs/reference-code.md §9.1 common settings)
 # ----------------------------------------------------------------------------------------
 
 REFERENCE_DEFAULTS = dict(
@@ -40,7 +40,7 @@ REFERENCE_DEFAULTS = dict(
     zero_frac=0.25, target_ss_process_var=0.1, target_measurement_var=1.0, sigma_sq_v_floor=0,
 )
 
-# Overrides per paper model (RFA-REFERENCE §9.2)
+# Overrides per paper model (docs/reference-code.md §9.2)
 MODEL_OVERRIDES = {
     "M1": dict(use_log_linear_decay=False, damping=0.05),
     "M2": dict(use_SC_RoPE=True, scale_decay_by_time_interval=False, damping=0.05,
@@ -66,7 +66,7 @@ def make_args(model="M2", **kw):
 
 
 # ----------------------------------------------------------------------------------------
-# Initialisation helpers (re-derived from the spec, §3.5)
+# Initialisation helpers (re-derived from the spec, docs/reference-code.md §3.5)
 # ----------------------------------------------------------------------------------------
 
 def inv_softplus(x):

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rfa_torch import make_args, NextStepPredictor  # noqa: E402
 from export import export_model, load_stored_into, save_npy  # noqa: E402
-from common import seed_all, lr_at, head_table, head_table_md, Timer  # noqa: E402
+from common import seed_all, lr_at, head_table, head_table_md, portable_cli, Timer  # noqa: E402
 
 A_SYS = np.array([[0.9, -2.0], [1.0, -1.1]])
 H_EULER = 0.01
@@ -238,7 +238,7 @@ def main():
                           metadata={"model": "spiral-filter", "made_by": "models/train/spiral.py"})
     write_goldens(model, args, stored, out_dir, sp)
     heads = head_table(model)
-    summary = dict(results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=vars(a),
+    summary = dict(results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=portable_cli(a),
                    heads=heads, F10=sp.F[PER_DT].tolist(), Q10=sp.Q[PER_DT].tolist())
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:
         json.dump(summary, f, indent=1, default=float)

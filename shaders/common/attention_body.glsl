@@ -210,7 +210,7 @@ void main() {
 #if RFA_SDPA
           const float w = p;
 #else
-          const float w = p * ee[jj];  // decayed attention A = Ahat E (RFA-REFERENCE §6)
+          const float w = p * ee[jj];  // decayed attention A = Ahat E (docs/reference-code.md §6)
           if (GATE) le += exp(en[jj] - me);
 #endif
           for (uint d = 0; d < D; ++d) acc[d] += w * VAL(ks, jj, d);

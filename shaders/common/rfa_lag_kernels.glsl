@@ -1,4 +1,4 @@
-// The per-lag scalar kernels of one head (RFA-REFERENCE §4.2-§5.2): decay E, covariance Vcov,
+// The per-lag scalar kernels of one head (docs/reference-code.md §4.2-§5.2): decay E, covariance Vcov,
 // additive bias B and precision P, selected by the COV / BIAS / PREC specialization constants that
 // the including shader declares. The head's numbers come from the per-head table written by
 // ops/rfa_attention.cpp (the HP_* offsets below must match kHeadTable there).

@@ -1,4 +1,4 @@
-// The logit of one query-key pair (RFA-REFERENCE §5.1, §5.3) from the rotation-invariant norms, the
+// The logit of one query-key pair (docs/reference-code.md §5.1, §5.3) from the rotation-invariant norms, the
 // stationary-frame cross term Re(conj(Q~) K~) and the lag terms. Needs ROBUST and FULL_RESID.
 #ifndef RFA_LOGIT_GLSL
 #define RFA_LOGIT_GLSL

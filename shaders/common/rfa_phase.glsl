@@ -1,4 +1,4 @@
-// Phases omega * t for t up to ~1e6 in float32 (RFA.md §6). A plain float product loses the phase
+// Phases omega * t for t up to ~1e6 in float32 (docs/math.md §6). A plain float product loses the phase
 // (ulp(1e6) = 0.06 rad), so both omega and t arrive as (hi, lo) float pairs holding a double value,
 // the leading product is formed error-free (two-product), and the large part is reduced by 2 pi
 // with a two-constant Cody-Waite step whose leading product k * TWO_PI_HI is exact as well.

@@ -33,7 +33,7 @@ std::vector<std::string> split_list(const std::string& s) {
 
 double softplus(double x) { return std::log1p(std::exp(x)); }
 
-// M2 (SC-RFA at initialisation, RFA-REFERENCE §3.5), M1 (RoPE bank, rescaled mu) and M2.6 (pure
+// M2 (SC-RFA at initialisation, docs/reference-code.md §3.5), M1 (RoPE bank, rescaled mu) and M2.6 (pure
 // rotation) in physical form.
 AttentionParams variant_params(const std::string& name, int H, int D) {
   AttentionParams p;

@@ -1,8 +1,8 @@
 // rfa-bench diagnostics. Two figures, both through Session::head_diagnostics (GPU per-pair work,
 // host double linear algebra):
 //
-// --synthetic: the synthetic experiment of "Attention as a Laplace-Radon transform" §13 (Table 1,
-//   SEEDS.md §4.7): one softmax head, unmasked, no rotation and no decay, on i.i.d. N(0, I_96)
+// --synthetic: the synthetic experiment of "Attention as a Laplace-Radon transform" section 13 (Table 1,
+//   docs/DIAGNOSTICS.md §3): one softmax head, unmasked, no rotation and no decay, on i.i.d. N(0, I_96)
 //   tokens; W_Q, W_K, W_V i.i.d. Gaussian / sqrt(96); d_k = 32; 64 tokens per example, 256 examples.
 //   The head is an `attention` model built in code whose canonical form reduces to q.k / sqrt(32)
 //   (probe/dot_product_head.hpp: D = 16 complex dims, tau_h = 1/sqrt(2)); the 256 examples are the
@@ -59,7 +59,7 @@ bool parse_count(const std::string& s, long long lo, long long hi, long long* ou
   return true;
 }
 
-// The paper's numbers (§13.7 and Table 1) where it states them.
+// The paper's numbers (section 13.7 and Table 1) where it states them.
 struct PaperRow {
   double alpha, entropy, max_prob, erank;  // NaN: not stated
 };
@@ -253,7 +253,7 @@ int synthetic(const std::vector<std::string>& args) {
                 jnum(eigen_ms / B).c_str(), jnum(wall_ms / B).c_str(), jnum(total_s).c_str());
     return 0;
   }
-  std::printf("Synthetic attention tomography (Laplace-Radon paper §13, Table 1) on %s, seed %lld:\n", device.c_str(),
+  std::printf("Synthetic attention tomography (Laplace-Radon paper, section 13, Table 1) on %s, seed %lld:\n", device.c_str(),
               seed);
   std::printf("  one softmax head, unmasked, d_model %d, d_k %d (d_v %d: P does not depend on V), %d tokens x %d examples\n",
               kDModel, kDk, kDk, kTokens, B);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/safetensors.hpp"
+#include "rfa/safetensors.hpp"
 
 using namespace rfa;
 namespace fs = std::filesystem;
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     t[name + ".weight"] = normal({out, in}, 1.0 / std::sqrt((double)in));
     t[name + ".bias"] = normal({out}, 0.02);
   };
-  // SC-RoPE (RFA-REFERENCE §3.5): master bank 10000^(-m/(H*half)), slow -> fast, split per head;
+  // SC-RoPE (docs/reference-code.md §3.5): master bank 10000^(-m/(H*half)), slow -> fast, split per head;
   // mu0_h = b * max omega_h with b = 0.05, the first quarter of heads at mu = 0.
   auto attention = [&](const std::string& p) {
     std::vector<float> omega((size_t)H * half), mu(H), sigma(H);

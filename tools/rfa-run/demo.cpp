@@ -6,60 +6,28 @@
 #include <random>
 #include <vector>
 
-#include "gpu/context.hpp"
-#include "gpu/memory.hpp"
-#include "gpu/recorder.hpp"
-#include "model/model.hpp"
-#include "ops/linear.hpp"
-#include "reference/model_ref.hpp"
-#include "reference/ops_ref.hpp"
+#include "progress.hpp"
+#include "rfa/device.hpp"
+#include "rfa/reference.hpp"
 #include "rfa/spiral.hpp"
 
 namespace rfa {
 
 int run_self_check(Context& ctx, bool json) {
-  gpu::Context& g = ctx.impl();
-  const int rows = 61, in = 100, out = 257;  // deliberately off-tile
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> d(-1, 1);
-  LinearWeights w;
-  w.in = in;
-  w.out = out;
-  w.weight.shape = {out, in};
-  w.bias.shape = {out};
-  for (int i = 0; i < in * out; ++i) w.weight.data.push_back(d(rng));
-  for (int i = 0; i < out; ++i) w.bias.data.push_back(d(rng));
-  std::vector<float> x(rows * in);
-  for (float& v : x) v = d(rng);
-  auto lw = ops::LinearGpu::create(g, w, "self-check");
-  auto bx = g.allocator().allocate(x.size() * 4, gpu::MemoryKind::device, "x");
-  auto by = g.allocator().allocate((size_t)rows * out * 4, gpu::MemoryKind::device, "y");
-  if (!lw || !bx || !by) {
-    std::fprintf(stderr, "rfa-run: self-check allocation failed\n");
+  auto r = self_check(ctx);
+  if (!r) {
+    std::fprintf(stderr, "rfa-run: %s\n", r.status().to_string().c_str());
     return 5;
   }
-  Status st = g.upload(*bx, x.data(), x.size() * 4);
-  gpu::Recorder rec(g);
-  if (st.ok()) st = rec.begin();
-  if (st.ok()) st = ops::record_linear(g, rec, *bx, *lw, *by, rows);
-  if (st.ok()) st = rec.submit_and_wait();
-  std::vector<float> y((size_t)rows * out);
-  if (st.ok()) st = g.download(*by, y.data(), y.size() * 4);
-  if (!st.ok()) {
-    std::fprintf(stderr, "rfa-run: %s\n", st.to_string().c_str());
-    return 5;
-  }
-  std::vector<double> ref = ref::linear(w, std::vector<double>(x.begin(), x.end()), rows);
-  double worst = 0;
-  for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::fabs(y[i] - ref[i]));
-  bool ok = worst < 1e-3;
-  DeviceInfo di = ctx.device_info();
+  const DeviceInfo di = ctx.device_info();
   if (json)
-    std::printf("{\"device\":\"%s\",\"self_check\":\"%s\",\"max_abs_error\":%.3g}\n", di.name.c_str(), ok ? "pass" : "fail", worst);
+    std::printf("{\"device\":\"%s\",\"self_check\":\"%s\",\"max_abs_error\":%.3g}\n", di.name.c_str(),
+                r->pass ? "pass" : "fail", r->max_abs_error);
   else
     std::printf("%s\nself-check: Linear [%d x %d] -> %d on %s vs double-precision CPU: max |error| = %.2e  %s\n",
-                ctx.capabilities_summary().c_str(), rows, in, out, di.name.c_str(), worst, ok ? "PASS" : "FAIL");
-  return ok ? 0 : 5;
+                ctx.capabilities_summary().c_str(), r->rows, r->in, r->out, di.name.c_str(), r->max_abs_error,
+                r->pass ? "PASS" : "FAIL");
+  return r->pass ? 0 : 5;
 }
 
 namespace {
@@ -95,8 +63,9 @@ Result<DemoResult> evaluate(Context* ctx, std::shared_ptr<const Model> model, bo
   std::vector<float> pred((size_t)B * N * 2);
   auto t0 = std::chrono::steady_clock::now();
   if (cpu) {
+    Progress progress(irregular ? "CPU twin, irregular sampling" : "CPU twin, regular sampling");
     std::vector<double> in(y.begin(), y.end());
-    auto f = ref::forward(*model, B, N, in.data(), nullptr, ts.data());
+    auto f = reference_forward(*model, B, N, in.data(), nullptr, ts.data());
     if (!f) return f.status();
     for (size_t i = 0; i < pred.size(); ++i) pred[i] = (float)(*f)[i];
   } else {
@@ -105,7 +74,9 @@ Result<DemoResult> evaluate(Context* ctx, std::shared_ptr<const Model> model, bo
     o.max_context = N;
     auto s = Session::create(*ctx, model, o);
     if (!s) return s.status();
+    Progress progress(irregular ? "streaming, irregular sampling" : "streaming, regular sampling", N, "steps");
     for (int k = 0; k < N; ++k) {
+      progress.set(k);
       std::vector<float> step((size_t)B * 2);
       std::vector<double> tk((size_t)B);
       for (int b = 0; b < B; ++b) {
@@ -130,7 +101,7 @@ Result<DemoResult> evaluate(Context* ctx, std::shared_ptr<const Model> model, bo
 }  // namespace
 
 int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json, bool cpu) {
-  const Model& m = *model;
+  const ModelInfo m = model_info(*model);
   const int B = 64, N = 100;  // 64 trajectories: the MSE of a few would swing with |x0|^2
   const std::string device = cpu ? "cpu-reference (double)" : ctx->device_info().name;
   DemoResult res[2];
@@ -142,7 +113,7 @@ int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json,
     }
     res[irregular] = *r;
   }
-  auto heads = head_summaries(m);
+  auto heads = head_summaries(*model);
   if (json) {
     std::printf("{\"device\":\"%s\",\"model\":\"%s\",\"trajectories\":%d,\"steps\":%d", device.c_str(),
                 m.name.c_str(), B, N);
@@ -165,7 +136,7 @@ int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json,
   std::printf("RFA-VK %s: the spiral-filter demo\n", version());
   std::printf("device: %s\n", device.c_str());
   std::printf("model:  %s (%s, %d layers x %d heads, D = %d complex dims per head)\n\n", m.name.c_str(),
-              architecture_name(m.arch), m.num_layers(), m.n_heads, m.head_dim);
+              m.architecture.c_str(), m.layers, m.heads, m.head_dim);
   std::printf("%-6s %-5s %10s %18s %10s %10s %10s  %s\n", "layer", "head", "mu", "omega band", "stat.var", "alpha",
               "beta", "regime");
   for (const auto& h : heads) {

@@ -14,13 +14,12 @@
 
 #include "demo.hpp"
 #include "diagnostics_dump.hpp"
-#include "model/loader.hpp"
-#include "model/model.hpp"
-#include "model/npy.hpp"
-#include "model/tokenizer.hpp"
-#include "reference/model_ref.hpp"
+#include "progress.hpp"
 #include "rfa/context.hpp"
+#include "rfa/npy.hpp"
+#include "rfa/reference.hpp"
 #include "rfa/session.hpp"
+#include "rfa/tokenizer.hpp"
 #include "sampler.hpp"
 
 namespace fs = std::filesystem;
@@ -78,6 +77,7 @@ int exit_code(Code c) {
 }
 
 int fail(const Status& s, int code = -1) {
+  Progress::interrupt();
   std::fprintf(stderr, "rfa-run: %s\n", s.to_string().c_str());
   return code >= 0 ? code : exit_code(s.code());
 }
@@ -177,8 +177,9 @@ int parse(int argc, char** argv, Args& a) {
 std::string default_model() {
   if (const char* e = std::getenv("RFA_MODEL")) return e;
   fs::path self = fs::canonical("/proc/self/exe").parent_path();
-  for (fs::path p : {self / ".." / "models" / "spiral-filter", self / "models" / "spiral-filter",
-                     fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter"})
+  // Installed (bin/ beside share/rfa/models), then a build tree inside or beside the sources.
+  for (fs::path p : {self / ".." / "share" / "rfa" / "models" / "spiral-filter", self / ".." / "models" / "spiral-filter",
+                     self / "models" / "spiral-filter", fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter"})
     if (fs::exists(p / "config.json")) return fs::weakly_canonical(p).string();
   return (fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter").string();
 }
@@ -305,13 +306,14 @@ int run(int argc, char** argv) {
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
   const Model& m = **model;
   ModelInfo info = model_info(m);
+  const bool is_lm = info.architecture == "lm";
   if (a.summary && !a.json) std::printf("%s\n", model_summary(m).c_str());
   if (a.summary && a.json) print_summary_json(m, info);
 
   const bool no_input = a.prompt.empty() && a.tokens.empty() && a.signal.empty();
   if (no_input && a.summary) return 0;
   if (no_input) {
-    if (m.arch == Architecture::signal && m.d_in == 2) {
+    if (info.architecture == "signal" && info.d_in == 2) {
       if (!a.cpu)
         if (int rc = need_ctx()) return rc;
       return run_spiral_demo(ctx.get(), *model, a.json, a.cpu);
@@ -324,7 +326,7 @@ int run(int argc, char** argv) {
   std::vector<int64_t> ids;
   std::vector<float> values;
   std::unique_ptr<Tokenizer> tok;
-  if (m.arch == Architecture::lm) {
+  if (is_lm) {
     if (!a.signal.empty()) return fail(Status(Code::input_error, "--signal given, but this is a language model (use --prompt or --tokens)"));
     if (!a.prompt.empty()) {
       auto t = load_tokenizer(m);
@@ -343,9 +345,9 @@ int run(int argc, char** argv) {
       ids = arr->ints;
     }
     for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] < 0 || ids[i] >= m.vocab)
+      if (ids[i] < 0 || ids[i] >= info.vocab)
         return fail(Status(Code::input_error, "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
-                                                  " is outside the vocabulary [0, " + std::to_string(m.vocab) + ")"));
+                                                  " is outside the vocabulary [0, " + std::to_string(info.vocab) + ")"));
   } else {
     if (a.signal.empty()) return fail(Status(Code::input_error, "this " + info.architecture + " model takes --signal FILE.npy"));
     if (a.generate) return fail(Status(Code::input_error, "--generate is for language models"));
@@ -366,7 +368,7 @@ int run(int argc, char** argv) {
   }
   if (N <= 0 || B <= 0) return fail(Status(Code::input_error, "the input is empty"));
   std::vector<double> ts;
-  if (!a.timestamps.empty() && m.t_equal) {
+  if (!a.timestamps.empty() && info.t_equal) {
     std::fprintf(stderr, "rfa-run: note: this model has t_equal = true: positions are its timestamps and "
                          "--timestamps is ignored, as in the reference\n");
   } else if (!a.timestamps.empty()) {
@@ -419,13 +421,14 @@ int run(int argc, char** argv) {
     std::vector<int64_t> seq = ids;
     int n = N;
     std::vector<double> res;
-    ref::ModelProbe probe;
-    probe.requests = *pairs;
+    std::vector<ReferenceAttention> maps;
     std::vector<double> in(values.begin(), values.end());
+    Progress progress(a.generate ? "generating on the CPU twin" : "running the CPU twin", a.generate, "tokens");
     for (;;) {
-      probe.captures.clear();
-      auto r = ref::forward(m, B, n, values.empty() ? nullptr : in.data(), seq.empty() ? nullptr : seq.data(),
-                            ts.empty() ? nullptr : ts.data(), &probe, a.window);
+      progress.set((long)generated.size());
+      maps.clear();
+      auto r = reference_forward(m, B, n, values.empty() ? nullptr : in.data(), seq.empty() ? nullptr : seq.data(),
+                                 ts.empty() ? nullptr : ts.data(), *pairs, &maps, a.window);
       if (!r) return fail(r.status());
       res = r.take();
       if ((int)generated.size() == a.generate) break;
@@ -442,8 +445,8 @@ int run(int argc, char** argv) {
       ++n;
     }
     outputs.assign(res.begin(), res.end());
-    for (auto& c : probe.captures) {
-      std::vector<float> ah(c.Ahat.begin(), c.Ahat.end()), ad(c.A.begin(), c.A.end());
+    for (auto& c : maps) {
+      std::vector<float> ah(c.ahat.begin(), c.ahat.end()), ad(c.a.begin(), c.a.end());
       attn_dumps.push_back({"attn_L" + std::to_string(c.layer) + "_H" + std::to_string(c.head) + ".npy", ah});
       attn_dumps.push_back({"attn_decayed_L" + std::to_string(c.layer) + "_H" + std::to_string(c.head) + ".npy", ad});
     }
@@ -475,7 +478,7 @@ int run(int argc, char** argv) {
         for (int b = 0; b < B; ++b)
           for (int i = 0; i < count; ++i) tsl.push_back(ts[(size_t)b * N + pos0 + i]);
       Status st;
-      if (m.arch == Architecture::lm) {
+      if (is_lm) {
         std::vector<int64_t> x;
         for (int b = 0; b < B; ++b)
           for (int i = 0; i < count; ++i) x.push_back(ids[(size_t)b * N + pos0 + i]);
@@ -490,13 +493,20 @@ int run(int argc, char** argv) {
       if (st.ok()) collect();
       return st;
     };
+    Progress progress(a.stream ? "streaming" : "prefill of " + std::to_string(N) + " positions",
+                      a.stream ? N : 0, "positions");
     if (a.stream) {
-      for (int i = 0; i < N; ++i)
+      for (int i = 0; i < N; ++i) {
         if (Status st = feed(i, 1); !st.ok()) return fail(st);
+        progress.set(i + 1);
+      }
     } else if (Status st = feed(0, N); !st.ok()) {
       return fail(st);
     }
+    Progress::interrupt();
+    Progress gen_progress("generating", a.generate, "tokens");
     for (int g = 0; g < a.generate; ++g) {
+      gen_progress.set(g);
       std::vector<int64_t> next;
       for (int b = 0; b < B; ++b) {
         const float* last = &S.outputs()[((size_t)b * S.output_count() + S.output_count() - 1) * V];
@@ -554,7 +564,7 @@ int run(int argc, char** argv) {
     }
     std::printf("}\n");
   } else {
-    if (m.arch == Architecture::lm && !a.prompt.empty()) std::printf("%s%s\n", a.prompt.c_str(), text.c_str());
+    if (is_lm && !a.prompt.empty()) std::printf("%s%s\n", a.prompt.c_str(), text.c_str());
     else if (!generated.empty()) {
       for (auto g : generated) std::printf("%lld ", (long long)g);
       std::printf("\n");

@@ -1,5 +1,5 @@
 // Attention tomography: the Laplace-Radon and routing diagnostics of one head over a window of
-// rows (SEEDS.md §4; "Attention as a Laplace-Radon transform", §12-13). docs/DIAGNOSTICS.md says
+// rows (docs/DIAGNOSTICS.md §3; "Attention as a Laplace-Radon transform", sections 12-13). docs/DIAGNOSTICS.md says
 // what q, k, u, tau, s and d are for each RFA variant. All logarithms are natural.
 //
 // Where each part runs: the per-pair work (every logit of every row, the row statistics, the
@@ -44,7 +44,7 @@ struct QueryDiagnostics {
 };
 
 // Sums over queries and keys that merge by addition, so tilt statistics can pool over windows,
-// batch rows or a growing stream (C_u = E[u u^T] takes rank-one updates, SEEDS §4.3).
+// batch rows or a growing stream (C_u = E[u u^T] takes rank-one updates, docs/DIAGNOSTICS.md §3).
 struct HeadMoments {
   int d = 0;                       // real dimension of q and k (2D for a head of D complex dims)
   int d_token = 0;                 // dimension of W_k's input (d_e); 0 when key_gram is empty

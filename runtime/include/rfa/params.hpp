@@ -1,4 +1,4 @@
-// The canonical, physical form of one RFA attention layer (RFA.md §3).
+// The canonical, physical form of one RFA attention layer (docs/math.md §3).
 // Every model (the paper's Algorithm 1, the author's reference code, the baselines) is loaded into
 // these per-head numbers and switches; kernels see nothing else.
 #pragma once
@@ -9,7 +9,7 @@
 
 namespace rfa {
 
-// How the covariance Vcov(lag) of a transported key is formed (RFA-REFERENCE.md §4.3).
+// How the covariance Vcov(lag) of a transported key is formed (docs/reference-code.md §4.3).
 enum class Covariance : uint32_t {
   stationary = 0,          // paper Alg. 1: s2t (1 - E^2) + eta2 E^2 + gamma2 (+ cov_floor)
   ou_rate = 1,             // reference default: sigma2 (1-E^2)/(2 mu), or sigma2 lag when |mu| < 1e-5
@@ -18,14 +18,14 @@ enum class Covariance : uint32_t {
   colored = 4,             // use_colored_prior: ou_rate + exponential + periodic terms, floored
 };
 
-// Additive bias B(lag) on the logit (RFA-REFERENCE.md §5.2, "additive_bias_type").
+// Additive bias B(lag) on the logit (docs/reference-code.md §5.2, "additive_bias_type").
 enum class AdditiveBias : uint32_t {
   none = 0,          // 0
   neg_log_vcov = 1,  // -log Vcov
   linear_lag = 2,    // -(sigma2 / (eta2 + gamma2)) lag (ALiBi-like)
 };
 
-// Precision P inside the robust term (RFA-REFERENCE.md §5.2, "multiplicative_bias_type").
+// Precision P inside the robust term (docs/reference-code.md §5.2, "multiplicative_bias_type").
 enum class RobustPrecision : uint32_t {
   inv_sqrt_d = 0,   // 1 / sqrt(D)
   inv_nu_vcov = 1,  // 1 / (nu Vcov)
@@ -61,7 +61,7 @@ struct HeadParams {
   double kappa = 1;      // robust exponent (nu + D) / D
   double tau = 1;        // inverse temperature on the whole logit
   double lag_shift = 0;  // added to every lag (softplus(t_shift_param), or an explicit t_shift)
-  // colored prior (Covariance::colored), already transformed (RFA-REFERENCE.md §4.3 item 2)
+  // colored prior (Covariance::colored), already transformed (docs/reference-code.md §4.3 rule 2)
   double c_exp = 0, beta_exp = 0, a_per = 0, b_per = 0, omega_per = 0;
   // confidence gate (paper C.4): g = sigmoid(exp(gate_scale_log) (logsumexp energy + gate_c) - gate_prior_log)
   double gate_prior_log = 0, gate_scale_log = 0, gate_c = 0;
@@ -78,7 +78,7 @@ struct AttentionParams {
   std::vector<double> norm_q, norm_k, norm_v, norm_o;
 };
 
-// The noise regime of a head (RFA.md §5).
+// The noise regime of a head (docs/math.md §5).
 enum class Regime : uint32_t { diffusive = 0, integrative = 1, brownian = 2 };
 const char* regime_name(Regime r);
 

@@ -54,7 +54,7 @@ void rfa_model_destroy(rfa_model* model);
 rfa_status rfa_model_info(const rfa_model* model, int* layers, int* heads, int* head_dim, int* input_dim,
                           int* output_dim, int* vocab);
 
-/* One head's physical parameters and noise regime (RFA.md §5). regime: 0 diffusive,
+/* One head's physical parameters and noise regime (docs/math.md §5). regime: 0 diffusive,
  * 1 integrative, 2 Brownian. stationary_variance / alpha / beta may be +-inf for Brownian heads. */
 typedef struct rfa_head_info {
   double mu, sigma2, s2t, eta2, gamma2, nu, kappa, tau, lag_shift;
@@ -184,6 +184,62 @@ rfa_status rfa_diagnostics_sweep_singular_values(const rfa_diagnostics* d, int k
                                                  size_t* count);
 /* Pools the moments of `count` results of one head (windows, batch rows, stream chunks). */
 rfa_status rfa_diagnostics_pool(const rfa_diagnostics* const* list, int count, rfa_moment_summary* out);
+
+/* ---- model description, tokenizer and the CPU reference ---------------------------------------
+ * Strings returned here live as long as the model; a NULL model gives "". */
+const char* rfa_model_architecture(const rfa_model* model); /* "lm", "signal" or "attention" */
+const char* rfa_model_name(const rfa_model* model);         /* the folder's name */
+const char* rfa_model_tokenizer(const rfa_model* model);    /* "bytes", "gpt2", or "" (no tokenizer) */
+/* More sizes: model width d_e, FFN width, and t_equal (1: positions are the timestamps, and
+ * timestamps passed in are ignored, as in the reference code). Any pointer may be NULL. */
+rfa_status rfa_model_dims(const rfa_model* model, int* d_e, int* hidden, int* t_equal);
+
+/* Language models: text (length bytes, any encoding the tokenizer accepts) -> token ids. Writes up
+ * to `capacity` ids into `ids` (NULL to ask for the count only) and the total into *count; when
+ * capacity is too small nothing is written and RFA_ERROR_INVALID_ARGUMENT is returned. */
+rfa_status rfa_model_encode(const rfa_model* model, const char* text, size_t length, int64_t* ids, size_t capacity,
+                            size_t* count);
+/* Token ids -> bytes (not NUL-terminated; a single id gives its byte or BPE piece). Same capacity
+ * rules as rfa_model_encode, in bytes. Ids outside the vocabulary are skipped. */
+rfa_status rfa_model_decode(const rfa_model* model, const int64_t* ids, size_t n, char* out, size_t capacity,
+                            size_t* length);
+
+/* REFERENCE ONLY (slow; for checking results): the model's double-precision CPU twin on batch
+ * sequences of n positions. values [batch*n*input_dim] (signal/attention models) or ids [batch*n]
+ * (LMs), the other NULL; timestamps [batch*n] or NULL. out: [batch*n*output_dim] doubles. */
+rfa_status rfa_model_reference_forward(const rfa_model* model, int batch, int n, const double* values,
+                                       const int64_t* ids, const double* timestamps, double* out);
+
+/* ---- context and session queries --------------------------------------------------------------- */
+/* The context's device name and type ("discrete", "integrated", "virtual", "cpu", "other"); the
+ * strings live as long as the context. */
+rfa_status rfa_context_device(rfa_context* ctx, const char** name, const char** type);
+
+int rfa_session_batch(const rfa_session* s);
+int rfa_session_max_context(const rfa_session* s);
+/* Timestamps of the filled positions of batch row b: up to capacity doubles, *count = position. */
+rfa_status rfa_session_timestamps(const rfa_session* s, int b, double* out, size_t capacity, size_t* count);
+
+/* Diagnostics of query rows [r0, r1) of one head (docs/math.md §7): entropy of Ahat, log-partition,
+ * largest weight, expected lag under A, and the mass of A beyond each of 4 lag thresholds. */
+typedef struct rfa_row_diagnostics {
+  double entropy, log_partition, max_weight, expected_lag;
+  double mass_beyond[4];
+} rfa_row_diagnostics;
+/* thresholds: 4 lags (NULL: 1, 4, 16, 64). out: r1 - r0 entries. */
+rfa_status rfa_session_row_diagnostics(rfa_session* s, int layer, int head, int b, int r0, int r1,
+                                       const double* thresholds, rfa_row_diagnostics* out);
+
+/* Every term of one (query i, key j) pair of a head, from the caches (the viewer's hover readout). */
+typedef struct rfa_pair_readout {
+  int masked;                   /* 1: hidden by the causal mask (then only lag, dt and decay are set) */
+  double lag, dt;               /* t_i - t_j, and lag + lag shift */
+  double decay, vcov, bias, precision;
+  double q_norm2, k_norm2, cross, residual2;
+  double L, logit;              /* B - kappa log(1 + P R2) (or B - P R2), and tau L */
+  double ahat, a;               /* the attention weight and the decayed weight A = Ahat E */
+} rfa_pair_readout;
+rfa_status rfa_session_pair(rfa_session* s, int layer, int head, int b, int i, int j, rfa_pair_readout* out);
 
 #ifdef __cplusplus
 }

@@ -25,10 +25,13 @@ struct ModelInfo {
   int layers = 0, heads = 0, head_dim = 0, d_e = 0, d_in = 0, vocab = 0, hidden = 0;
   int input_dim = 0;   // values per position for signal/attention inputs (d_in or d_e); 0 for lm
   int output_dim = 0;  // vocab (lm), d_in (signal), d_e (attention)
+  // The reference's t_equal: positions are the timestamps and timestamps passed in are ignored.
+  bool t_equal = false;
+  std::string source_dir;  // the folder it was loaded from
 };
 ModelInfo model_info(const Model& m);
 
-// Physical parameters and regime of one head (RFA.md §5).
+// Physical parameters and regime of one head (docs/math.md §5).
 struct HeadSummary {
   int layer = 0, head = 0;
   HeadParams params;

@@ -6,54 +6,30 @@
 #include <string>
 #include <vector>
 
+#include "capi/capi_support.hpp"
 #include "rfa/context.hpp"
 #include "rfa/session.hpp"
 
-struct rfa_context {
-  std::unique_ptr<rfa::Context> ctx;
-};
-struct rfa_model {
-  std::shared_ptr<const rfa::Model> model;
-};
-struct rfa_session {
-  std::unique_ptr<rfa::Session> session;
-};
+using namespace rfa::capi;
 
-namespace {
+namespace rfa::capi {
 
-thread_local std::string t_error;
-thread_local std::vector<rfa::DeviceInfo> t_devices;
-
-rfa_status to_c(const rfa::Status& s) {
-  if (s.ok()) return RFA_OK;
-  t_error = s.to_string();
-  return (rfa_status)(int)s.code();
+std::string& last_error() {
+  thread_local std::string e;
+  return e;
 }
 
-rfa_status invalid(const char* what) {
-  t_error = std::string("invalid_argument: ") + what;
-  return RFA_ERROR_INVALID_ARGUMENT;
+std::vector<DeviceInfo>& thread_devices() {
+  thread_local std::vector<DeviceInfo> d;
+  return d;
 }
 
-template <typename F>
-rfa_status guarded(F&& f) {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    t_error = "out_of_memory: host allocation failed";
-    return RFA_ERROR_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    t_error = std::string("internal error: ") + e.what();
-    return RFA_ERROR_DEVICE;
-  }
-}
-
-}  // namespace
+}  // namespace rfa::capi
 
 extern "C" {
 
 const char* rfa_version(void) { return rfa::version(); }
-const char* rfa_last_error(void) { return t_error.c_str(); }
+const char* rfa_last_error(void) { return last_error().c_str(); }
 const char* rfa_status_name(rfa_status s) { return rfa::code_name((rfa::Code)(int)s); }
 
 rfa_status rfa_device_count(int* count) {
@@ -61,13 +37,14 @@ rfa_status rfa_device_count(int* count) {
   return guarded([&] {
     auto d = rfa::list_devices();
     if (!d) return to_c(d.status());
-    t_devices = d.take();
-    *count = (int)t_devices.size();
+    thread_devices() = d.take();
+    *count = (int)thread_devices().size();
     return RFA_OK;
   });
 }
 
 rfa_status rfa_device_name(int index, const char** name, const char** type) {
+  std::vector<rfa::DeviceInfo>& t_devices = thread_devices();
   if (t_devices.empty()) {
     int n = 0;
     if (rfa_status s = rfa_device_count(&n); s != RFA_OK) return s;
@@ -121,6 +98,7 @@ rfa_status rfa_model_load(const char* dir, rfa_model** out) {
     auto m = rfa::load_model_dir(dir);
     if (!m) return to_c(m.status());
     *out = new rfa_model{m.take()};
+    (*out)->info = rfa::model_info(*(*out)->model);
     return RFA_OK;
   });
 }

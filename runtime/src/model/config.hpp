@@ -1,6 +1,6 @@
 // config.json of a model folder:
 //   {"format": "rfa-reference", "architecture": "lm" | "signal" | "attention", "args": {...}}
-// `args` uses the argument names of the author's reference code (RFA-REFERENCE.md §9.1); every
+// `args` uses the argument names of the author's reference code (docs/reference-code.md §9.1); every
 // key left out takes the WikiText notebook default. A few keys are ours (hidden_dim, d_in, norm,
 // norm_eps, tokenizer). Unknown keys are ignored (configs often dump a whole argparse namespace);
 // a known key with a wrong type or value is rejected, naming the field.
@@ -15,7 +15,7 @@
 
 namespace rfa {
 
-// The reference module's `args`, with the WikiText notebook defaults (RFA-REFERENCE.md §9.1).
+// The reference module's `args`, with the WikiText notebook defaults (docs/reference-code.md §9.1).
 struct ReferenceArgs {
   // sizes
   int n_heads = 8;
@@ -35,7 +35,7 @@ struct ReferenceArgs {
   bool causal = true;
   bool t_equal = true;
   bool sep_params = false;
-  bool lambda_real_zero = false;  // a no-op in the forward pass (§3.1)
+  bool lambda_real_zero = false;  // a no-op in the forward pass (docs/reference-code.md §3.1)
   // logit options
   bool use_full_residual_norm = true;
   bool use_robust_weight = true;

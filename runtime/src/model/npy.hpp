@@ -1,32 +1,5 @@
-// NumPy .npy files: reading (versions 1.0, 2.0 and 3.0; little-endian <f4 <f8 <i4 <i8; C order)
-// and atomic writing of f32 and i64 arrays. Used for signal inputs/outputs and test fixtures.
+// NumPy .npy reading and writing: the declarations are public (rfa/npy.hpp); internal code keeps
+// including this path.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "rfa/status.hpp"
-
-namespace rfa {
-
-struct NpyArray {
-  std::vector<int64_t> shape;  // empty: a scalar (one element)
-  bool is_integer = false;     // <i4 / <i8: `ints` holds the data; otherwise `values`
-  std::vector<double> values;
-  std::vector<int64_t> ints;
-  std::string descr;  // as stored, e.g. "<f4"
-  int64_t numel() const;
-};
-
-// Reads and validates a .npy file. Errors: io_error when it cannot be read, input_error when the
-// content is malformed or unsupported (fortran_order, big-endian, other dtypes), naming the file.
-Result<NpyArray> read_npy(const std::string& path);
-// Parses a whole .npy image from memory; `label` names it in messages.
-Result<NpyArray> parse_npy(const uint8_t* data, size_t size, const std::string& label);
-
-// Writes a version 1.0 .npy file through a temporary file and a rename.
-Status write_npy_f32(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& data);
-Status write_npy_i64(const std::string& path, const std::vector<int64_t>& shape, const std::vector<int64_t>& data);
-
-}  // namespace rfa
+#include "rfa/npy.hpp"

@@ -46,7 +46,7 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
   }
   if (a.use_complex_output_norm) RFA_TRY(need(raw.cn_o, HD, "cn_o.gamma"));
 
-  // ---- switches (§4.3 order: learn_decay, colored, ss_process_noise, default) ----
+  // ---- switches (docs/reference-code.md §4.3 order: learn_decay, colored, ss_process_noise, default) ----
   AttentionSwitches& sw = out.sw;
   sw.covariance = a.learn_decay            ? Covariance::residual_diffusion
                   : a.use_colored_prior    ? Covariance::colored
@@ -68,12 +68,12 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
   sw.max_exponent = a.max_exponent;
   sw.cov_floor = 0.01;  // cov_epsilon in every reference covariance
 
-  // ---- decay scale (§3.1) ----
+  // ---- decay scale (docs/reference-code.md §3.1) ----
   double scale_r = 1.0;
   if (a.scale_decay_by_time_interval)
     scale_r = (a.learn_decay ? a.max_learned_decay : a.max_fixed_decay) / (double)(a.seq_len - 1);
 
-  // ---- lag shift (§4.1) ----
+  // ---- lag shift (docs/reference-code.md §4.1) ----
   // learn_t_shift: softplus(t_shift_param), whatever t_shift forward() receives. Otherwise the
   // scalar forward() receives: the signal predictor (ETT_NextStep_Predictor) always passes 1; the
   // LM passes none, and args.t_shift stands for an explicit one. None or 0 means no shift.
@@ -102,7 +102,7 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
     if (colored) {
       hp.c_exp = torch_softplus(raw.c_exp_v[i]);
       hp.beta_exp = torch_softplus(raw.beta_exp_v[i]);
-      // The periodic amplitude is squashed below a floor so V stays positive (§4.3 item 2).
+      // The periodic amplitude is squashed below a floor so V stays positive (docs/reference-code.md §4.3 item 2).
       const double v_zero = hp.eta2 + hp.gamma2;
       const double v_inf = hp.sigma2 / (2.0 * hp.mu + eps) + hp.gamma2;
       const double floor = 0.95 * std::min(v_zero, v_inf);
@@ -116,10 +116,10 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
     if (gate) {
       hp.gate_prior_log = raw.P_prior_log[i];
       hp.gate_scale_log = raw.P_scale_log[i];
-      const double nu_g = D * (sp_nu + 2.0 + eps);  // differs from nu: the 2 is multiplied by d (§8)
+      const double nu_g = D * (sp_nu + 2.0 + eps);  // differs from nu: the 2 is multiplied by d (docs/reference-code.md §8)
       hp.gate_c = std::log(nu_g - 2.0 + eps) - std::log(nu_g + eps);
     }
-    // Frequencies: conjugate pairs interleaved along d (§2).
+    // Frequencies: conjugate pairs interleaved along d (docs/reference-code.md §2).
     for (int d = 0; d < D; ++d) {
       double w;
       if (a.use_complex_conj_constraint) {

@@ -11,13 +11,10 @@
 #include <vector>
 
 #include "model/model.hpp"
+#include "rfa/safetensors.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa {
-
-enum class DType { f32, f16, bf16, f64, i64, i32 };
-const char* dtype_name(DType d);  // "F32", "F16", ...
-size_t dtype_size(DType d);
 
 struct TensorEntry {
   std::string name;
@@ -80,21 +77,7 @@ Status parse_safetensors_header(std::string_view header_json, uint64_t data_byte
 // Never crashes, never throws; returns the first error.
 Status check_safetensors_memory(const uint8_t* data, size_t size);
 
-// ---- writing ---------------------------------------------------------------------------------
-
-struct TensorToWrite {
-  std::vector<int64_t> shape;
-  std::vector<float> data;   // row-major, numel(shape) values
-  DType dtype = DType::f32;  // stored as: f32, f16, bf16, f64, i64 or i32 (values converted)
-};
-
-// Writes a safetensors file (tensors in name order, data contiguous) via a temporary file and a
-// rename: nothing half-written is ever left at `path`.
-Status write_safetensors(const std::string& path, const std::map<std::string, TensorToWrite>& tensors,
-                         const std::map<std::string, std::string>& metadata = {});
-// The same bytes, in memory (tests build corrupted files from it).
-Result<std::vector<uint8_t>> encode_safetensors(const std::map<std::string, TensorToWrite>& tensors,
-                                                const std::map<std::string, std::string>& metadata = {});
+// Writing (DType, TensorToWrite, write_safetensors, encode_safetensors) is public: rfa/safetensors.hpp.
 
 // IEEE half / bfloat16 conversions (round to nearest even).
 float half_to_float(uint16_t h);

@@ -18,7 +18,7 @@ enum HeadTable : uint32_t {
   kColR, kColRSmall, kColRsq, kColRsqSmall,
   kHeadStride = 32,
 };
-// |mu| below this selects the Brownian (L'Hôpital) branch (reference epsilon, RFA-REFERENCE §4.3).
+// |mu| below this selects the Brownian (L'Hôpital) branch (reference epsilon, docs/reference-code.md §4.3).
 constexpr double kBrownianMu = 1e-5;
 
 float clamp_float(double x) {  // -1e30-style "no clamp" values stay finite in float

@@ -1,4 +1,4 @@
-// The RFA attention op on the GPU (RFA.md §2-§3, RFA-REFERENCE.md §4-§8): rotate new Q/K/V into
+// The RFA attention op on the GPU (docs/math.md §2-§3, docs/reference-code.md §4-§8): rotate new Q/K/V into
 // the stationary frame and the caches, then one fused flash-style kernel (online softmax, decayed
 // aggregation, counter-rotation, gate, output norm, shift rotation). Plus the probes the viewer
 // reads (exact Ahat / A rectangles, row diagnostics, per-head curves). Never an N x N matrix.
@@ -126,7 +126,7 @@ Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const A
 // E, Vcov, P, B. Regimes (alpha, beta, label) are host-side: rfa_regime() below.
 Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,
                          uint32_t n_lags, gpu::Buffer& out);
-// Host-side regime of head h (RFA.md §5), from the double twin's rfa_math.
+// Host-side regime of head h (docs/math.md §5), from the double twin's rfa_math.
 RegimeInfo rfa_regime(const AttentionParams& params, int head);
 
 // Host helper: split a double timestamp into the (hi, lo) pair the kernels read (hi = float(t),

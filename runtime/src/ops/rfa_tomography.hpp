@@ -1,4 +1,4 @@
-// Attention tomography on the GPU (SEEDS.md §4): the per-pair work of the Laplace-Radon and routing
+// Attention tomography on the GPU (docs/DIAGNOSTICS.md §3): the per-pair work of the Laplace-Radon and routing
 // diagnostics of one (batch row, head), recomputed from the RFA caches (rotated Q~/K~, norms,
 // timestamps) like the probes, with the logits scaled by a temperature alpha. Never an N x N matrix
 // beyond the rectangle asked for. The dense linear algebra on the results runs on the host

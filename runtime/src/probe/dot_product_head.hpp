@@ -1,5 +1,5 @@
-// The canonical-form settings (RFA.md §3) under which an RFA head is plain scaled dot-product
-// attention, the setting of the Laplace-Radon paper's experiments (SEEDS.md §4.7): the pure-
+// The canonical-form settings (docs/math.md §3) under which an RFA head is plain scaled dot-product
+// attention, the setting of the Laplace-Radon paper's experiments (docs/DIAGNOSTICS.md §3): the pure-
 // rotation path (M2.6: Gaussian kernel, cross-term residual, no bias, precision 1/sqrt(D)) with
 // mu = 0 (E = 1), no noise, no lag shift and omega = 0 (no rotation). Then
 //   logit_ij = tau_h P E Re(Q_i^H K_j) = tau_h q_i . k_j / sqrt(D)

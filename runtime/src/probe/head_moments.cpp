@@ -1,4 +1,4 @@
-// The host half of the tomography's per-head statistics (SEEDS.md §4.2): pooled moments of the
+// The host half of the tomography's per-head statistics (docs/DIAGNOSTICS.md §3): pooled moments of the
 // tilts, radii, queries, keys and logits, and their summaries (tilt spectrum, effective angular
 // dimension of the tilts and of the token-space normals, chi prediction of tau, mean-field logit
 // spread). Plus the public wrappers of the linear algebra.
@@ -77,7 +77,7 @@ Result<MomentSummary> summarize(const HeadMoments& m) {
   }
   s.logit_std_meanfield = std::sqrt(s.var_q * s.var_k);
 
-  // C_u = E[u u^T] (uncentred, eq. 58; SEEDS §4.4 item 3).
+  // C_u = E[u u^T] (uncentred, eq. 58; docs/DIAGNOSTICS.md §3 item 3).
   std::vector<double> cu(dd);
   for (size_t i = 0; i < dd; ++i) cu[i] = m.uu[i] / nq;
   auto ev = linalg::symmetric_eigen(cu, d);

@@ -1,5 +1,5 @@
 // Singular values by Householder bidiagonalisation + implicit-shift bidiagonal QR, symmetric
-// eigenproblems by cyclic Jacobi (Golub & Van Loan §5.4.8, §8.6, §8.5). Values only for the SVD:
+// eigenproblems by cyclic Jacobi (Golub & Van Loan section 5.4.8, section 8.6, section 8.5). Values only for the SVD:
 // the diagnostics need the spectrum of P, never its singular vectors, which saves the 4/3 of the
 // work the accumulation of U and V would cost.
 #include "probe/linalg.hpp"
@@ -246,7 +246,7 @@ Result<std::vector<double>> symmetric_eigen(const std::vector<double>& a, int n,
       for (int q = p + 1; q < n; ++q) {
         const double apq = at(p, q);
         if (std::fabs(apq) < DBL_MIN) continue;
-        // t = tan(theta), the smaller root of t^2 + 2 t zeta - 1 = 0 (Golub & Van Loan §8.5.2).
+        // t = tan(theta), the smaller root of t^2 + 2 t zeta - 1 = 0 (Golub & Van Loan section 8.5.2).
         const double zeta = (at(q, q) - at(p, p)) / (2.0 * apq);
         const double t = std::fabs(zeta) > 1e150 ? 0.5 / zeta
                                                  : std::copysign(1.0, zeta) / (std::fabs(zeta) + std::sqrt(1.0 + zeta * zeta));

@@ -1,4 +1,4 @@
-// Small dense linear algebra in double on the host, for the attention tomography (SEEDS.md §4):
+// Small dense linear algebra in double on the host, for the attention tomography (docs/DIAGNOSTICS.md §3):
 // singular values of an attention window (up to ~1024 x 1024) and eigenvalues of a d x d
 // covariance. Written here from the textbook algorithms (Golub & Van Loan, ch. 5, 8); no
 // third-party code. Matrices are row-major.

@@ -248,7 +248,7 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
           const cd* v = Vn.data() + (((size_t)b * N + j) * H + h) * D;
           for (int d = 0; d < D; ++d) {
             // Counter-rotated: the value transported from t_j to t_i; otherwise left in the
-            // stationary frame V e^{-i omega t_j} (the reference always rotates V, RFA-REFERENCE §6).
+            // stationary frame V e^{-i omega t_j} (the reference always rotates V, docs/reference-code.md §6).
             const cd phase = p.sw.counter_rotate ? cis(omega[d] * (ti - tj)) : cis(-omega[d] * tj);
             est[d] += a * phase * v[d];
             if (est_st) est_st[d] += a * o.stages.Vr[(((size_t)b * N + j) * H + h) * D + d];
@@ -260,7 +260,7 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
 
   if (opt.want_stages) o.stages.est_counter = o.est;
 
-  // Inner residual with the confidence gate (RFA-REFERENCE §8): est <- g est + (1 - g) V_norm.
+  // Inner residual with the confidence gate (docs/reference-code.md §8): est <- g est + (1 - g) V_norm.
   if (p.sw.gate) {
     o.gate.assign(rows, 0.0);
     for (int b = 0; b < B; ++b)
@@ -285,7 +285,7 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
   }
   if (opt.want_stages) o.stages.est_normed = o.est;
 
-  // Lag-shift projection: rotation e^{+i omega s_h} only, decay 1 (RFA-REFERENCE §7).
+  // Lag-shift projection: rotation e^{+i omega s_h} only, decay 1 (docs/reference-code.md §7).
   if (p.sw.shift_rotation) {
     for (int h = 0; h < H; ++h) {
       const double s = p.head[(size_t)h].lag_shift;

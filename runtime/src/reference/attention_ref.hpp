@@ -1,9 +1,9 @@
 // The double-precision CPU twin, part 3: one RFA attention layer on complex Q, K, V, written
-// straight from the definitions (RFA.md §2, RFA-REFERENCE.md §2, §4-§8) with std::complex<double>.
+// straight from the definitions (docs/math.md §2, docs/reference-code.md §2, §4-§8) with std::complex<double>.
 //
 // It deliberately does NOT repeat the GPU's algebra:
 //  * the residual is formed directly, R2 = sum_d |Q_id - E_ij e^{i omega_d (t_i - t_j)} K_jd|^2
-//    (equal to |Q~|^2 + E^2 |K~|^2 - 2 E Re(Q~^H K~) of RFA-REFERENCE §5.1, since
+//    (equal to |Q~|^2 + E^2 |K~|^2 - 2 E Re(Q~^H K~) of docs/reference-code.md §5.1, since
 //    |Q - E e^{i w (ti-tj)} K| = |Q~ - E K~| with Z~ = Z e^{-i w t});
 //    cross-only (full_residual = false): R2 = -E Re sum_d conj(Q~_id) K~_jd, also formed from the
 //    relative phase e^{i omega (t_i - t_j)};
@@ -103,7 +103,7 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
                  const std::vector<cd>& V, const std::vector<double>& t, AttentionOutputs* out,
                  const AttentionOptions& opt = {});
 
-// Per-row diagnostics from outputs computed with want_matrices (RFA.md §7):
+// Per-row diagnostics from outputs computed with want_matrices (docs/math.md §7):
 struct RowDiagnostics {
   std::vector<double> thresholds;     // as given
   std::vector<double> entropy;        // -sum_j Ahat log Ahat                     [B][H][N]

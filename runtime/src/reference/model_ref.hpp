@@ -1,5 +1,5 @@
 // The double-precision CPU twin, part 4: the whole network of an rfa::Model in double
-// (RFA-REFERENCE §10 and the author's RFATransformerNetwork / RFATransformerBlock / LanguageModel /
+// (docs/reference-code.md §10 and the author's RFATransformerNetwork / RFATransformerBlock / LanguageModel /
 // ETT_NextStep_Predictor):
 //
 //   backbone(x):  x = backbone_in(x)

@@ -1,5 +1,5 @@
-// The double-precision CPU twin, part 2: the dense ops around the attention (RFA-REFERENCE §2, §7,
-// §10). Weights are the model's f32 tensors; all arithmetic is double. Activations are row-major
+// The double-precision CPU twin, part 2: the dense ops around the attention
+// (docs/reference-code.md §2, §7, §10). Weights are the model's f32 tensors; all arithmetic is double. Activations are row-major
 // [rows][dim] std::vector<double>.
 #pragma once
 
@@ -29,13 +29,13 @@ std::vector<double> relu(const std::vector<double>& x);
 std::vector<double> add(const std::vector<double>& a, const std::vector<double>& b);
 std::vector<double> scale(const std::vector<double>& x, double s);
 
-// The projection split (RFA-REFERENCE §2, half-split): q [rows][2*H*D] ->
+// The projection split (docs/reference-code.md §2, half-split): q [rows][2*H*D] ->
 // Z[row][h][d] = q[row][h*D+d] + i q[row][H*D + h*D + d].
 std::vector<cd> split_complex(const std::vector<double>& q, int rows, int H, int D);
 // Its inverse, the W_o input: est [rows][H][D] -> [rows][ Re(est) head-major | Im(est) ] (2*H*D).
 std::vector<double> pack_complex(const std::vector<cd>& est, int rows, int H, int D);
 
-// Complex RMS norm of one head vector (RFA-REFERENCE §2): z / sqrt(mean_d |z_d|^2 + 1e-6) * gain[d].
+// Complex RMS norm of one head vector (docs/reference-code.md §2): z / sqrt(mean_d |z_d|^2 + 1e-6) * gain[d].
 // gain may be null (gain 1).
 void complex_rms_norm(cd* z, int D, const double* gain);
 inline constexpr double kComplexNormEps = 1e-6;

@@ -1,4 +1,4 @@
-// Session::head_diagnostics: the attention tomography of one head over a window (SEEDS.md §4).
+// Session::head_diagnostics: the attention tomography of one head over a window (docs/DIAGNOSTICS.md §3).
 // One submission records, per temperature, the row statistics and the window of P on the GPU
 // (ops/rfa_tomography); the host then reads them back with the window's cached Q~ and K~ and does
 // the dense part in double: tilts and their moments, the eigenvalues of the tilt covariance and of
@@ -26,7 +26,7 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 // (~0.5-1 s), beyond which a frame-rate caller should narrow the window or drop the spectrum.
 constexpr int kMaxSpectrumSide = 1024;
 constexpr size_t kMaxSweep = 64;
-// Numerical rank tolerance of an fp32 matrix (SEEDS §4.2): max(m, n) sigma_1 2^-23.
+// Numerical rank tolerance of an fp32 matrix (docs/DIAGNOSTICS.md §3): max(m, n) sigma_1 2^-23.
 constexpr double kRankTolerance = 1.0 / 8388608.0;
 
 // [x0, x1) with the request's conventions (x1 < 0: through `filled`; x0 < 0: the last -x0).

@@ -1,0 +1,52 @@
+# `cmake --install build --prefix P` lays out an SDK under P:
+#   lib/librfa.a, lib/librfa.so*          the library, static and shared
+#   include/rfa/*                         the public headers (nothing of runtime/src)
+#   lib/cmake/rfa/rfaConfig*.cmake        find_package(rfa): rfa::rfa (shared), rfa::rfa_static
+#   lib/pkgconfig/rfa.pc                  pkg-config rfa (relocatable: paths relative to the .pc)
+#   bin/rfa-run, rfa-make-model, rfa-bench, rfa-viewer   the programs that were built
+#   share/rfa/models/<model>/             the model zoo (rfa-run's default model is found there)
+#   share/rfa/python/                     the Python package's source (pip install it from there)
+#   share/doc/rfa/                        README, docs/ and the examples
+include(CMakePackageConfigHelpers)
+
+set_target_properties(rfa PROPERTIES EXPORT_NAME rfa_static)
+set_target_properties(rfa_shared PROPERTIES EXPORT_NAME rfa)
+install(TARGETS rfa rfa_shared EXPORT rfaTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/runtime/include/rfa DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(RFA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rfa)
+install(EXPORT rfaTargets NAMESPACE rfa:: DESTINATION ${RFA_CMAKE_DIR})
+configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/rfaConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/rfaConfig.cmake INSTALL_DESTINATION ${RFA_CMAKE_DIR})
+# 0.x: a new minor version may change the API, so only the same minor version is compatible.
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/rfaConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/rfaConfig.cmake ${CMAKE_BINARY_DIR}/rfaConfigVersion.cmake
+  DESTINATION ${RFA_CMAKE_DIR})
+
+configure_file(${CMAKE_SOURCE_DIR}/cmake/rfa.pc.in ${CMAKE_BINARY_DIR}/rfa.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/rfa.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+foreach(program rfa-run rfa-make-model rfa-bench rfa-viewer)
+  if(TARGET ${program})
+    install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  endif()
+endforeach()
+
+set(RFA_DATA_DIR ${CMAKE_INSTALL_DATADIR}/rfa)
+file(GLOB RFA_ZOO LIST_DIRECTORIES true ${CMAKE_SOURCE_DIR}/models/*)
+foreach(model ${RFA_ZOO})
+  if(IS_DIRECTORY ${model} AND EXISTS ${model}/config.json)
+    install(DIRECTORY ${model} DESTINATION ${RFA_DATA_DIR}/models PATTERN "*.log" EXCLUDE)
+  endif()
+endforeach()
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/ DESTINATION ${RFA_DATA_DIR}/python
+  PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE PATTERN "*.egg-info" EXCLUDE PATTERN "build" EXCLUDE)
+
+set(RFA_DOC_DIR ${CMAKE_INSTALL_DATADIR}/doc/rfa)
+install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${RFA_DOC_DIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${RFA_DOC_DIR}/docs)
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples/ DESTINATION ${RFA_DOC_DIR}/examples)

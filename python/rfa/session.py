@@ -1,0 +1,227 @@
+"""rfa.Session: a model running on a device, fed by prefill (many positions) or step (one), with
+probes of what each head does. Arrays in and out are numpy."""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._lib import P, c_double, c_float, c_int, c_int64, c_size_t, c_void_p
+from .model import shared_context
+
+
+def _bad(message):
+    return _lib.Error(_lib.INVALID_ARGUMENT, "invalid_argument: " + message)
+
+
+def as_input(model, x, batch):
+    """x as the C API wants it: int64 ids [B, N] (LMs) or float32 values [B, N, d] (others).
+    A missing leading batch axis is added. Returns (array, B, N)."""
+    a = np.asarray(x)
+    if model.is_lm:
+        if a.dtype.kind not in "iu":
+            raise _bad("a language model takes integer token ids, got an array of %s" % a.dtype)
+        if a.ndim == 1:
+            a = a[None, :]
+        if a.ndim != 2:
+            raise _bad("token ids must be [N] or [B, N], got shape %s" % (a.shape,))
+        if a.dtype.kind == "u" and a.size and a.max() > np.iinfo(np.int64).max:
+            raise _bad("token ids do not fit in int64")
+        a = np.ascontiguousarray(a, dtype=np.int64)
+    else:
+        d = model.info["input_dim"]
+        if a.dtype.kind not in "fiu":
+            raise _bad("a %s model takes float values, got an array of %s" % (model.info["architecture"], a.dtype))
+        if a.ndim == 2:
+            a = a[None, :, :]
+        if a.ndim != 3:
+            raise _bad("values must be [N, %d] or [B, N, %d], got shape %s" % (d, d, a.shape))
+        if a.shape[2] != d:
+            raise _bad("values: last dimension is %d, the model expects %d" % (a.shape[2], d))
+        a = np.ascontiguousarray(a, dtype=np.float32)
+    B, N = a.shape[0], a.shape[1]
+    if batch is not None and B != batch:
+        raise _bad("the input has %d batch rows, the session has %d" % (B, batch))
+    if N < 1:
+        raise _bad("the input has no positions")
+    return a, B, N
+
+
+def as_timestamps(t, B, N):
+    """None, or float64 [B, N] from a scalar (N == 1), [N] (shared by every row) or [B, N]."""
+    if t is None:
+        return None
+    a = np.asarray(t, dtype=np.float64)
+    if a.ndim == 0 and N == 1:
+        a = np.full((B, 1), float(a))
+    elif a.ndim == 1 and a.shape[0] == N:
+        a = np.broadcast_to(a, (B, N))
+    elif a.ndim == 1 and N == 1 and a.shape[0] == B:
+        a = a[:, None]
+    elif a.shape != (B, N):
+        raise _bad("timestamps: shape %s, expected [%d] or [%d, %d]" % (a.shape, N, B, N))
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _span(r, default_hi, what):
+    lo, hi = (0, default_hi) if r is None else (int(r[0]), int(r[1]))
+    if not 0 <= lo < hi:
+        raise _bad("%s: (%d, %d) is not a non-empty range of positions" % (what, lo, hi))
+    return lo, hi
+
+
+class Session:
+    """Runs `model` on a device. batch: sequences fed side by side; max_context: positions
+    reserved per sequence (the KV caches are allocated up front); device: None (the best device,
+    or RFA_DEVICE), an index, a name substring, or an rfa.Context to share."""
+
+    def __init__(self, model, batch=1, max_context=4096, device=None):
+        self.model = model
+        self.context = shared_context(device)
+        h = c_void_p()
+        if not self.context._h:
+            raise _bad("the context is closed")
+        _lib.call("rfa_session_create", self.context._h, model._h, int(batch), int(max_context), ctypes.byref(h))
+        self._h = h
+        self.context._adopt_session(h)
+        self.batch = int(batch)
+        self.max_context = int(max_context)
+        self.output_dim = model.info["output_dim"]
+
+    # ---- feeding -----------------------------------------------------------------------------
+
+    def prefill(self, x, timestamps=None):
+        """Feeds N positions of every batch row: x is [N, d] / [B, N, d] floats, or [N] / [B, N]
+        token ids for language models; timestamps [N] or [B, N], non-decreasing (default: the
+        position index). Returns float32 [B, N, output_dim]: logits, predictions or outputs."""
+        a, B, N = as_input(self.model, x, self.batch)
+        ts = as_timestamps(timestamps, B, N)
+        tsp = None if ts is None else ts.ctypes.data_as(P(c_double))
+        if self.model.is_lm:
+            _lib.call("rfa_session_prefill_tokens", self._live(), a.ctypes.data_as(P(c_int64)), N, tsp)
+        else:
+            _lib.call("rfa_session_prefill_values", self._live(), a.ctypes.data_as(P(c_float)), N, tsp)
+        return self.outputs()
+
+    def step(self, x_t, timestamps=None):
+        """Feeds one position per batch row (O(context) per head through the KV cache): x_t is
+        [d] / [B, d] / [B, 1, d] floats, or a scalar / [B] / [B, 1] ids; timestamps a scalar or [B].
+        Returns float32 [B, 1, output_dim]."""
+        a = np.asarray(x_t)
+        if self.model.is_lm:
+            a = a.reshape(1, 1) if a.ndim == 0 else (a.reshape(-1, 1) if a.ndim == 1 else a)
+        else:
+            a = a.reshape(1, 1, -1) if a.ndim == 1 else (a[:, None, :] if a.ndim == 2 else a)
+        if a.ndim >= 2 and a.shape[1] != 1:
+            raise _bad("step feeds one position per batch row, got %d" % a.shape[1])
+        t = timestamps
+        if t is not None:
+            t = np.asarray(t, dtype=np.float64)
+            t = np.full((self.batch, 1), float(t)) if t.ndim == 0 else t.reshape(-1, 1)
+        return self.prefill(a, t)
+
+    def reset(self):
+        """Empties the caches: the next call starts at position 0."""
+        _lib.call("rfa_session_reset", self._live())
+
+    @property
+    def position(self):
+        """Positions filled per batch row."""
+        return int(_lib.lib().rfa_session_position(self._live()))
+
+    @property
+    def device(self):
+        return self.context.device_name
+
+    def outputs(self):
+        """Outputs of the last prefill/step, float32 [B, count, output_dim]."""
+        count, floats = c_int(), c_size_t()
+        _lib.call("rfa_session_outputs", self._live(), None, 0, ctypes.byref(count), ctypes.byref(floats))
+        out = np.zeros(floats.value, dtype=np.float32)
+        _lib.call("rfa_session_outputs", self._live(), out.ctypes.data_as(P(c_float)), out.size, ctypes.byref(count),
+                  ctypes.byref(floats))
+        return out.reshape(self.batch, -1, self.output_dim)
+
+    def timestamps(self, batch=0):
+        """Timestamps of the filled positions of one batch row, float64 [position]."""
+        n = c_size_t()
+        _lib.call("rfa_session_timestamps", self._live(), int(batch), None, 0, ctypes.byref(n))
+        out = np.zeros(n.value, dtype=np.float64)
+        _lib.call("rfa_session_timestamps", self._live(), int(batch), out.ctypes.data_as(P(c_double)), out.size,
+                  ctypes.byref(n))
+        return out
+
+    # ---- probes ------------------------------------------------------------------------------
+
+    def attention(self, layer, head, rows=None, cols=None, decayed=False, batch=0):
+        """The attention weights of one head over rows (queries) [r0, r1) x cols (keys) [c0, c1)
+        of the filled positions (default: all): Ahat, or A = Ahat E with decayed=True. Masked
+        entries are 0. float32 [r1 - r0, c1 - c0]."""
+        r0, r1 = _span(rows, self.position, "rows")
+        c0, c1 = _span(cols, self.position, "cols")
+        out = np.zeros((r1 - r0, c1 - c0), dtype=np.float32)
+        _lib.call("rfa_session_attention", self._live(), int(layer), int(head), int(batch), r0, r1, c0, c1,
+                  int(bool(decayed)), out.ctypes.data_as(P(c_float)))
+        return out
+
+    def row_diagnostics(self, layer, head, rows=None, thresholds=(1, 4, 16, 64), batch=0):
+        """Per query row (docs/math.md §7): dict of arrays entropy, log_partition, max_weight,
+        expected_lag [R] and mass_beyond [R, 4] (the mass of A beyond each lag threshold)."""
+        r0, r1 = _span(rows, self.position, "rows")
+        th = np.ascontiguousarray(thresholds, dtype=np.float64)
+        if th.shape != (4,):
+            raise _bad("row_diagnostics: 4 lag thresholds are needed, got %d" % th.size)
+        out = (_lib.RowDiagnostics * (r1 - r0))()
+        _lib.call("rfa_session_row_diagnostics", self._live(), int(layer), int(head), int(batch), r0, r1,
+                  th.ctypes.data_as(P(c_double)), out)
+        d = {k: np.array([getattr(r, k) for r in out]) for k in ("entropy", "log_partition", "max_weight",
+                                                                 "expected_lag")}
+        d["mass_beyond"] = np.array([list(r.mass_beyond) for r in out]).reshape(r1 - r0, 4)
+        return d
+
+    def curves(self, layer, head, lags):
+        """One head's kernels over the given lags: dict of float64 arrays lags, decay (E), vcov,
+        precision (P) and bias (B)."""
+        lg = np.ascontiguousarray(np.asarray(lags, dtype=np.float64).reshape(-1))
+        if lg.size == 0:
+            raise _bad("curves: no lags given")
+        out = {k: np.zeros(lg.size) for k in ("decay", "vcov", "precision", "bias")}
+        _lib.call("rfa_session_curves", self._live(), int(layer), int(head), lg.ctypes.data_as(P(c_double)), lg.size,
+                  *[out[k].ctypes.data_as(P(c_double)) for k in ("decay", "vcov", "precision", "bias")])
+        out["lags"] = lg
+        return out
+
+    def pair(self, layer, head, i, j, batch=0):
+        """Every term of the logit of one (query i, key j) pair, as a dict (the viewer's readout)."""
+        r = _lib.PairReadout()
+        _lib.call("rfa_session_pair", self._live(), int(layer), int(head), int(batch), int(i), int(j), ctypes.byref(r))
+        d = {n: getattr(r, n) for n, _ in _lib.PairReadout._fields_}
+        d["masked"] = bool(d["masked"])
+        return d
+
+    # ---- lifetime ----------------------------------------------------------------------------
+
+    def _live(self):
+        """The session's handle; an error once the session or its context was closed."""
+        if not getattr(self, "_h", None) or self._h.value not in self.context._sessions:
+            raise _bad("the session is closed (or its context was)")
+        return self._h
+
+    def close(self):
+        if getattr(self, "_h", None):
+            self.context._release_session(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()
+
+    def __repr__(self):
+        live = getattr(self, "_h", None) and self._h.value in self.context._sessions
+        return "rfa.Session(%s, batch=%d, %s / %d, on %s)" % (
+            self.model.info["name"], self.batch, "position %d" % self.position if live else "closed", self.max_context,
+            self.device)

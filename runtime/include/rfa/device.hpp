@@ -1,0 +1,42 @@
+// Sharing a Vulkan device with the runtime, and checking one.
+//
+// An app that draws (the viewer) or already owns a device creates it itself and hands it to the
+// runtime with Context::adopt. These helpers answer the questions it has on the way: is the
+// validation layer installed, does a device offer an extension, which device would the runtime
+// pick, and which optional device extensions the runtime uses when the app enables them.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <string>
+#include <vector>
+
+#include "rfa/context.hpp"
+#include "rfa/status.hpp"
+
+namespace rfa {
+
+// Instance-level queries (no instance needed).
+bool instance_has_layer(const char* name);
+bool instance_has_extension(const char* name);
+// Whether `phys` offers the device extension `name`.
+bool device_has_extension(VkPhysicalDevice phys, const char* name);
+// The runtime's preference among device types: discrete 4 > integrated 3 > virtual 2 > cpu 1 > other 0.
+int device_type_rank(VkPhysicalDeviceType type);
+
+// Device extensions `phys` offers that the runtime uses when they are enabled: push descriptors
+// (fewer descriptor allocations), and VK_KHR_portability_subset, which the Vulkan spec requires an
+// app to enable wherever it is offered (MoltenVK). Enable these on the device you adopt and list
+// them in AdoptedDevice::enabled_extensions.
+std::vector<const char*> wanted_device_extensions(VkPhysicalDevice phys);
+
+// rfa-run --self-check: a Linear op of off-tile shape on the context's device, compared with a
+// double-precision CPU loop.
+struct SelfCheck {
+  int rows = 0, in = 0, out = 0;  // [rows x in] -> [rows x out]
+  double max_abs_error = 0;
+  bool pass = false;              // max_abs_error < 1e-3
+};
+Result<SelfCheck> self_check(Context& ctx);
+
+}  // namespace rfa

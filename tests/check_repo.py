@@ -1,0 +1,175 @@
+"""Checks on the repository's own files (CTest: repo_checks; repo_checks_selftest proves each check
+catches what it should):
+
+  paths     no absolute path of the machine a file was made on (under the work, root, home or
+            Users directories at the top of its file system) in any tracked file, binaries included;
+  docs      every docs/....md mentioned exists, every relative markdown link resolves, and every
+            name.md mentioned is the name of a file in the repository;
+  sections  every section reference (the section sign and a number, e.g. "docs/math.md" then the
+            sign and 5) names a heading numbered so in the file it points to: the nearest .md
+            mentioned before it on the same line, or, in a docs/ page, the page itself;
+  includes  outside runtime/src, tests/ and tools/rfa-bench/, no #include of a header that lives
+            in runtime/src (programs, the viewer and the examples use runtime/include/rfa only).
+
+Usage: check_repo.py [SOURCE_DIR]    or    check_repo.py --self-test
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SECTION = "\u00a7"  # the section sign, spelled out so that this file does not reference anything
+# Absolute home/work directories of a machine; assembled so this file does not match itself.
+ABSOLUTE = re.compile(("(?<![\\w.~-])/(?:%s)/[\\w.-]" % "|".join(["wo" + "rk", "ro" + "ot", "ho" + "me", "Us" + "ers"]))
+                      .encode())
+DOCS_REF = re.compile(r"(?<![\w/.-])docs/[\w./-]+?\.md\b")
+MD_NAME = re.compile(r"(?<![\w/.-])([\w.-]+\.md)\b")
+MD_LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
+SECTION_REF = re.compile(SECTION + r"(\d+(?:\.\d+)*)")
+MD_MENTION = re.compile(r"([\w./-]+\.md)\b")
+HEADING = re.compile(r"^#{1,6}\s+(\d+(?:\.\d+)*)\.?\s")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+INTERNAL_OK = ("runtime/src/", "tests/", "tools/rfa-bench/")
+
+
+def tracked_files(root):
+    try:
+        out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True, check=True).stdout
+        files = [f for f in out.decode().split("\0") if f]
+        if files:
+            return sorted(f for f in files if os.path.isfile(os.path.join(root, f)))
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    found = []  # not a git checkout (an unpacked archive): every file but build trees
+    for d, dirs, names in os.walk(root):
+        dirs[:] = [x for x in dirs if not (x.startswith("build") or x.startswith(".") or x == "__pycache__")]
+        found += [os.path.relpath(os.path.join(d, n), root) for n in names]
+    return sorted(found)
+
+
+def text_of(data):
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def headings(text):
+    """Section numbers of a markdown page's numbered headings ("## 3. ...", "### 3.5 ...")."""
+    out, fence = set(), False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        elif not fence:
+            m = HEADING.match(line)
+            if m:
+                out.add(m.group(1))
+    return out
+
+
+def check(root):
+    files = tracked_files(root)
+    names = {os.path.basename(f) for f in files}
+    contents = {}
+    problems = []
+    for f in files:
+        with open(os.path.join(root, f), "rb") as fh:
+            data = fh.read()
+        for m in ABSOLUTE.finditer(data):
+            line = data.count(b"\n", 0, m.start()) + 1
+            problems.append("%s:%d: absolute machine path %r" % (f, line, m.group(0).decode("utf-8", "replace")))
+        contents[f] = text_of(data)
+    sections_of = {f: headings(t) for f, t in contents.items() if f.endswith(".md") and t is not None}
+
+    for f, text in contents.items():
+        if text is None or f == "tests/check_repo.py":
+            continue
+        here = os.path.dirname(f)
+        for n, line in enumerate(text.splitlines(), 1):
+            where = "%s:%d" % (f, n)
+            for m in DOCS_REF.finditer(line):
+                if m.group(0) not in contents:
+                    problems.append("%s: %s does not exist" % (where, m.group(0)))
+            for m in MD_NAME.finditer(line):
+                if m.group(1) not in names:
+                    problems.append("%s: %s is no file of the repository" % (where, m.group(1)))
+            if f.endswith(".md"):
+                for m in MD_LINK.finditer(line):
+                    target = os.path.normpath(os.path.join(here, m.group(1)))
+                    if "://" not in m.group(1) and target not in contents:
+                        problems.append("%s: link %s does not resolve" % (where, m.group(1)))
+            for m in SECTION_REF.finditer(line):
+                before = [x.group(1) for x in MD_MENTION.finditer(line[:m.start()])]
+                if before:
+                    ref = before[-1]
+                    page = ref if ref in contents else os.path.normpath(os.path.join(here, ref))
+                elif f.startswith("docs/") and f.endswith(".md"):
+                    page = f
+                else:
+                    problems.append("%s: %s%s names no page (write docs/<page>.md before it on the line)"
+                                    % (where, SECTION, m.group(1)))
+                    continue
+                if page not in sections_of:
+                    problems.append("%s: %s%s points into %s, which is no markdown page of the repository"
+                                    % (where, SECTION, m.group(1), page))
+                elif m.group(1) not in sections_of[page]:
+                    problems.append("%s: %s has no section %s" % (where, page, m.group(1)))
+        if not f.startswith(INTERNAL_OK) and f.endswith((".c", ".cc", ".cpp", ".h", ".hpp")):
+            for m in INCLUDE.finditer(text):
+                inc = m.group(1)
+                if os.path.exists(os.path.join(root, "runtime", "src", inc)):
+                    line = text.count("\n", 0, m.start()) + 1
+                    problems.append("%s:%d: includes the private header %s (use runtime/include/rfa)" % (f, line, inc))
+    return problems
+
+
+def self_test():
+    """Each check must flag its bad case and pass the good one."""
+    with tempfile.TemporaryDirectory() as root:
+        def write(path, text):
+            os.makedirs(os.path.dirname(os.path.join(root, path)) or root, exist_ok=True)
+            with open(os.path.join(root, path), "w") as fh:
+                fh.write(text)
+        write("docs/math.md", "# Math\n\n## 5. Regimes\n\n### 5.1 Sub\n\nSee " + SECTION + "5 and " + SECTION + "5.1.\n")
+        write("runtime/src/model/model.hpp", "// private\n")
+        write("runtime/include/rfa/x.hpp", "// public\n")
+        write("good.cpp", '#include "rfa/x.hpp"\n// docs/math.md ' + SECTION + "5.1, " + SECTION + "5\n")
+        write("tests/t.cpp", '#include "model/model.hpp"\n')
+        if check(root):
+            print("self-test: a clean tree was flagged:", check(root))
+            return 1
+        bad = {
+            "abs.txt": "made in /" + "home/someone/x\n",
+            "dangling.cpp": "// docs/nothing.md\n",
+            "section.cpp": "// docs/math.md " + SECTION + "6\n",
+            "bare.cpp": "// see " + SECTION + "5\n",
+            "old.cpp": "// the Regimes panel (RFA" + ".md 5)\n",
+            "viewer/v.cpp": '#include "model/model.hpp"\n',
+            "docs/link.md": "# L\n\n[x](sub/math.md)\n",
+        }
+        failed = 0
+        for path, text in bad.items():
+            write(path, text)
+            found = [p for p in check(root) if p.startswith(path)]
+            print("self-test: %-14s -> %s" % (path, found[0] if found else "NOT CAUGHT"))
+            failed += not found
+            os.remove(os.path.join(root, path))
+        return 1 if failed else 0
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    problems = check(root)
+    for p in problems:
+        print(p)
+    print("check_repo: %d problem(s) in %s" % (len(problems), root))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

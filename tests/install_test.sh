@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The SDK as a user gets it: `cmake --install` into a temporary prefix, then, against that prefix
+# only, the examples built with find_package(rfa) (shared and static) and with pkg-config, the
+# installed rfa-run, and the Python package installed with pip into a venv of Debian's python3.
+#   install_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
+set -euo pipefail
+src=$(cd "$1" && pwd) build=$(cd "$2" && pwd) work=$3
+rm -rf "$work"
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+prefix=$work/prefix
+fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+# Whether a program loads the librfa.so of the prefix (paths compared after resolving links and ..).
+uses_prefix_lib() {
+  local got
+  got=$(ldd "$1" | awk '/librfa\.so/ {print $3}')
+  [ -n "$got" ] && [ "$(readlink -f "$got")" = "$(readlink -f "$prefix/lib/librfa.so")" ]
+}
+
+step "cmake --install to $prefix"
+cmake --install "$build" --prefix "$prefix" > "$work/install.log" || { cat "$work/install.log"; fail "cmake --install"; }
+for f in lib/librfa.a lib/librfa.so include/rfa/rfa.h include/rfa/session.hpp include/rfa/tokenizer.hpp \
+         lib/cmake/rfa/rfaConfig.cmake lib/cmake/rfa/rfaConfigVersion.cmake lib/pkgconfig/rfa.pc bin/rfa-run \
+         bin/rfa-make-model share/rfa/models/spiral-filter/model.safetensors share/rfa/models/tiny-char-lm/config.json \
+         share/rfa/python/pyproject.toml share/doc/rfa/README.md share/doc/rfa/docs/math.md share/doc/rfa/examples/c/hello_rfa.c; do
+  [ -e "$prefix/$f" ] || fail "$f was not installed"
+done
+# Exactly the public headers, nothing from runtime/src.
+diff <(cd "$src/runtime/include/rfa" && ls) <(cd "$prefix/include/rfa" && ls) || fail "installed headers differ from runtime/include/rfa"
+[ ! -e "$prefix/share/rfa/models/train" ] || fail "the training scripts are not part of the zoo"
+
+step "installed rfa-run and rfa-make-model"
+"$prefix/bin/rfa-run" --version | grep -q "rfa-run" || fail "rfa-run --version"
+"$prefix/bin/rfa-make-model" --out "$work/made" --arch signal --layers 1 --heads 2 --d-e 8 --d-in 2 > /dev/null
+"$prefix/bin/rfa-run" --model "$work/made" --summary --json | grep -q '"architecture":"signal"' || fail "rfa-run on a made model"
+
+step "examples with find_package(rfa)"
+cmake -S "$src/examples" -B "$work/ex" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/ex.log" 2>&1 ||
+  { cat "$work/ex.log"; fail "configuring the examples"; }
+grep -q "the model zoo: $prefix/share/rfa/models" "$work/ex.log" || fail "rfa_MODELS_DIR does not point into the prefix"
+cmake --build "$work/ex" -j2 >> "$work/ex.log" 2>&1 || { tail -40 "$work/ex.log"; fail "building the examples"; }
+uses_prefix_lib "$work/ex/hello_rfa_cpp" || fail "hello_rfa_cpp does not use the installed librfa.so"
+for s in hello_rfa_cpp_static hello_rfa_c_static; do
+  if ldd "$work/ex/$s" | grep -q librfa; then fail "$s links librfa.so"; fi
+done
+models=$prefix/share/rfa/models
+"$work/ex/hello_rfa_cpp" "$models/spiral-filter"
+"$work/ex/hello_rfa_cpp" "$models/tiny-char-lm" | grep -q "^text: The " || fail "hello_rfa_cpp on the LM"
+"$work/ex/hello_rfa_cpp_static" "$models/spiral-filter" > /dev/null
+"$work/ex/hello_rfa_c_static" "$models/tiny-char-lm" > /dev/null
+"$work/ex/hello_rfa_c" "$models/tiny-char-lm"
+"$work/ex/hello_rfa_c" "$models/spiral-filter" > /dev/null
+if "$work/ex/hello_rfa_c" "$work/no-such-model" 2> "$work/err.txt"; then fail "hello_rfa_c accepted a missing model"; fi
+grep -q "no-such-model" "$work/err.txt" || fail "the C example's error does not name the folder"
+
+step "examples with pkg-config"
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+[ "$(pkg-config --modversion rfa)" = "$(sed -n 's/^project(rfa_vk VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")" ] ||
+  fail "pkg-config version"
+libdir=$(pkg-config --variable=libdir rfa)
+[ "$(cd "$libdir" && pwd)" = "$prefix/lib" ] || fail "rfa.pc libdir $libdir is not $prefix/lib"
+# shellcheck disable=SC2046
+c++ -std=c++20 "$src/examples/cpp/hello_rfa.cpp" $(pkg-config --cflags --libs rfa) -Wl,-rpath,"$libdir" -o "$work/pc_cpp"
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror "$src/examples/c/hello_rfa.c" $(pkg-config --cflags --libs rfa) -lm -Wl,-rpath,"$libdir" -o "$work/pc_c"
+uses_prefix_lib "$work/pc_c" || fail "pc_c does not use the installed librfa.so"
+"$work/pc_cpp" "$models/tiny-char-lm" > /dev/null
+"$work/pc_c" "$models/spiral-filter" > /dev/null
+
+step "Python: pip install --no-build-isolation into a venv of Debian's python3, library from the prefix"
+py=${RFA_PYTHON:-/usr/bin/python3}
+"$py" -m venv --system-site-packages "$work/venv" > "$work/venv.log" 2>&1 || { cat "$work/venv.log"; fail "venv"; }
+cp -r "$prefix/share/rfa/python" "$work/python-src"
+"$work/venv/bin/python" -m pip install --no-build-isolation --no-index "$work/python-src" > "$work/pip.log" 2>&1 ||
+  { cat "$work/pip.log"; fail "pip install"; }
+(cd "$work" && env -u RFA_LIBRARY RFA_PREFIX="$prefix" "$work/venv/bin/python" - "$prefix" "$models" <<'EOF'
+import os, sys
+import numpy as np
+import rfa
+prefix, models = sys.argv[1], sys.argv[2]
+assert rfa.__file__.startswith(os.path.join(os.getcwd(), "venv")), rfa.__file__
+assert rfa.library_path() == os.path.join(prefix, "lib", "librfa.so"), rfa.library_path()
+m = rfa.load_model(os.path.join(models, "spiral-filter"))
+x = np.load(os.path.join(models, "spiral-filter", "golden", "regular_input.npy"))
+want = np.load(os.path.join(models, "spiral-filter", "golden", "regular_output.npy"))
+y = rfa.Session(m, max_context=x.shape[1]).prefill(x)
+assert np.abs(y - want).max() < 1e-4, np.abs(y - want).max()
+print("python: installed package, library", rfa.library_path(), "max |y - golden| %.2e" % np.abs(y - want).max())
+EOF
+) || fail "the installed Python package"
+# Found next to itself too, before any prefix.
+site=$("$work/venv/bin/python" -c "import rfa, os; print(os.path.dirname(rfa.__file__))")
+cp "$prefix/lib/librfa.so" "$site/librfa.so"
+env -u RFA_LIBRARY RFA_PREFIX=/nonexistent "$work/venv/bin/python" -c \
+  "import rfa, os; p = rfa.library_path(); assert p == os.path.join('$site', 'librfa.so'), p; rfa.devices()" ||
+  fail "librfa.so next to the package is not found"
+"$work/venv/bin/python" -m rfa.convert --help > /dev/null || fail "python -m rfa.convert --help"
+echo "install_test: all passed"

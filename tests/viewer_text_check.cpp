@@ -1,0 +1,125 @@
+// The viewer on a text model (the zoo's byte-level tiny-char-lm, a prompt streamed in full):
+//  - zoomed in (a 32-position frame), the map carries a label per token along both axes: the
+//    prompt's bytes, a space shown as '_' (checked in --dump-json and as text pixels left of the map);
+//  - with the mouse held over cell (20, 17) (--hover), the readout names both tokens, and the text
+//    panel shows the query and key tokens on their highlight colours (counted in the screenshot);
+//  - the control run (zoomed out, no hover) has no labels, no readout and no highlight pixels;
+//  - exit code 0 from rfa-viewer: the validation layer stayed silent.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#define STB_IMAGE_IMPLEMENTATION
+#include <stb/stb_image.h>
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+int failures = 0;
+
+#define EXPECT(cond, ...)                         \
+  do {                                            \
+    if (!(cond)) {                                \
+      std::fprintf(stderr, "FAIL: " __VA_ARGS__); \
+      std::fprintf(stderr, "\n");                 \
+      ++failures;                                 \
+    }                                             \
+  } while (0)
+
+const std::string kPrompt = "The cat sat on the mat.";
+
+struct Shot {
+  json j;
+  int w = 0, h = 0;
+  std::vector<unsigned char> px;  // RGB
+  int count(unsigned char r, unsigned char g, unsigned char b) const {
+    int n = 0;
+    for (size_t k = 0; k + 2 < px.size(); k += 3) n += px[k] == r && px[k + 1] == g && px[k + 2] == b;
+    return n;
+  }
+  // Text-coloured pixels (bright grey) in [x0, x1) x [y0, y1).
+  int bright(int x0, int y0, int x1, int y1) const {
+    int n = 0;
+    for (int y = std::max(y0, 0); y < std::min(y1, h); ++y)
+      for (int x = std::max(x0, 0); x < std::min(x1, w); ++x) {
+        const unsigned char* p = &px[((size_t)y * w + x) * 3];
+        n += p[0] > 180 && p[1] > 180 && p[2] > 180;
+      }
+    return n;
+  }
+};
+
+bool shoot(const std::string& viewer, const fs::path& model, const fs::path& dir, const std::string& name,
+           const std::string& extra, Shot* out) {
+  const fs::path png = dir / (name + ".png"), js = dir / (name + ".json");
+  const std::string cmd = "'" + viewer + "' --headless --model '" + model.string() + "' --prompt '" + kPrompt +
+                          "' --steps " + std::to_string(kPrompt.size()) + " --rate 0 --no-generate --frames 3 " +
+                          extra + " --screenshot '" + png.string() + "' --dump-json '" + js.string() + "'";
+  std::printf("$ %s\n", cmd.c_str());
+  const int rc = std::system(cmd.c_str());
+  EXPECT(rc == 0, "rfa-viewer exited with %d (an error, or validation messages)", rc);
+  if (rc != 0) return false;
+  int ch = 0;
+  unsigned char* p = stbi_load(png.c_str(), &out->w, &out->h, &ch, 3);
+  EXPECT(p != nullptr, "cannot read %s", png.c_str());
+  if (!p) return false;
+  out->px.assign(p, p + (size_t)out->w * out->h * 3);
+  stbi_image_free(p);
+  out->j = json::parse(std::ifstream(js));
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: viewer_text_check RFA_VIEWER MODEL_DIR WORKDIR\n");
+    return 2;
+  }
+  const fs::path dir = argv[3];
+  fs::create_directories(dir);
+  // The labels the byte tokenizer's tokens must get: the prompt's characters, space as '_'.
+  std::vector<std::string> want;
+  for (char c : kPrompt) want.push_back(c == ' ' ? "_" : std::string(1, c));
+  const int n = (int)kPrompt.size(), qi = 20, kj = 17;
+
+  Shot in, out;
+  if (shoot(argv[1], argv[2], dir, "zoomed", "--view-extent 16 --hover " + std::to_string(qi) + "," + std::to_string(kj), &in)) {
+    const json& a = in.j["axis_labels"];
+    EXPECT(in.j["position"].get<int>() == n, "position %d, expected %d", in.j["position"].get<int>(), n);
+    EXPECT(a["r0"] == 0 && a["c0"] == 0, "the view does not start at position 0");
+    EXPECT(a["rows"].get<std::vector<std::string>>() == want, "row labels %s", a["rows"].dump().c_str());
+    EXPECT(a["cols"].get<std::vector<std::string>>() == want, "column labels %s", a["cols"].dump().c_str());
+    EXPECT(in.j["hover"] == json::array({qi, kj}), "hover %s, expected [%d, %d]", in.j["hover"].dump().c_str(), qi, kj);
+    const auto lines = in.j["hover_readout"].get<std::vector<std::string>>();
+    EXPECT(lines.size() >= 3 && lines[0].find("\"" + want[qi] + "\" (id " + std::to_string((int)kPrompt[qi]) + ")") != std::string::npos &&
+               lines[1].find("\"" + want[kj] + "\" (id " + std::to_string((int)kPrompt[kj]) + ")") != std::string::npos,
+           "hover readout %s", in.j["hover_readout"].dump().c_str());
+    const int query = in.count(200, 90, 40), key = in.count(40, 150, 200);
+    std::printf("zoomed, hovering (%d, %d): query highlight %d px, key highlight %d px\n", qi, kj, query, key);
+    EXPECT(query > 20 && key > 20, "the hovered tokens are not highlighted in the text (%d, %d px)", query, key);
+    const auto r = in.j["map_screen"].get<std::vector<double>>();
+    const int label_px = in.bright((int)r[0] - 60, (int)r[1], (int)r[0] - 2, (int)r[3]);
+    std::printf("zoomed: %d text pixels left of the map\n", label_px);
+    EXPECT(label_px > 50, "no row labels drawn left of the map (%d bright pixels)", label_px);
+  }
+  if (shoot(argv[1], argv[2], dir, "control", "--view-extent 512", &out)) {
+    const json& a = out.j["axis_labels"];
+    EXPECT(a["rows"].empty() && a["cols"].empty(), "labels drawn at 512 positions per map: %s", a.dump().c_str());
+    EXPECT(out.j["hover"].is_null() && out.j["hover_readout"].empty(), "a hover without the mouse");
+    const int query = out.count(200, 90, 40), key = out.count(40, 150, 200);
+    EXPECT(query == 0 && key == 0, "highlight colours without a hover (%d, %d px)", query, key);
+    const auto r = out.j["map_screen"].get<std::vector<double>>();
+    const int label_px = out.bright((int)r[0] - 60, (int)r[1], (int)r[0] - 2, (int)r[3]);
+    EXPECT(label_px == 0, "%d text pixels left of a zoomed-out map", label_px);
+  }
+  std::printf(failures ? "FAILED (%d)\n" : "ok\n", failures);
+  return failures ? 1 : 0;
+}
