@@ -227,10 +227,12 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   qi.queueCount = 1;
   qi.pQueuePriorities = &priority;
 
-  // Enable the optional features the kernels can use (16-bit storage) when present.
+  // Enable the optional features the kernels can use (16-bit storage; fp64 for the sampler's
+  // probabilities) when present.
   VkPhysicalDevice16BitStorageFeatures f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   f16.storageBuffer16BitAccess = caps.storage_16bit ? VK_TRUE : VK_FALSE;
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats.features.shaderFloat64 = caps.shader_float64 ? VK_TRUE : VK_FALSE;
   feats.pNext = &f16;
 
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
@@ -270,6 +272,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
     if (e == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) push = true;
   ctx->caps_.push_descriptors = ctx->caps_.push_descriptors && push && options.kernels.push_descriptors;
   ctx->caps_.storage_16bit = false;  // unknown whether the app enabled the feature
+  ctx->caps_.shader_float64 = false;  // likewise
   RFA_TRY(ctx->init_common(options));
   return ctx;
 }
