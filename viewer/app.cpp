@@ -1,5 +1,7 @@
 #include "app.hpp"
 
+#include "rfa/sampler.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -136,14 +138,10 @@ int App::step(int n) {
         const auto& lg = session_->outputs();
         const int V = session_->output_dim();
         const float* last = lg.data() + lg.size() - (size_t)V;
-        if (temperature_ <= 0.0f) {
-          id = (int)(std::max_element(last, last + V) - last);
-        } else {
-          std::vector<double> w((size_t)V);
-          const float mx = *std::max_element(last, last + V);
-          for (int v = 0; v < V; ++v) w[(size_t)v] = std::exp((last[v] - mx) / temperature_);
-          id = std::discrete_distribution<int>(w.begin(), w.end())(rng_);
-        }
+        rfa::SamplerOptions so;  // the runtime's sampler: argmax, or a seeded draw at a temperature
+        so.temperature = temperature_;
+        const double u = temperature_ > 0.0f ? std::generate_canonical<double, 53>(rng_) : 0.0;
+        id = (int)rfa::Sampler::pick(last, V, so, u);
       }
       p.token = id;
       p.t = session_->position() + k;

@@ -124,7 +124,7 @@ class App {
   AxisLabels axis_;                  // the labels drawn on the map this frame
   int hover_i_ = -1, hover_j_ = -1;  // the map cell under the mouse (last frame), -1: none
   std::vector<std::string> readout_; // the hover readout's lines (last frame)
-  std::mt19937 rng_{7};
+  std::mt19937_64 rng_{7};  // the draws of the LM sampler (rfa::Sampler::pick)
   DiagnosticsPanel diag_;  // the attention tomography panel (panel_diagnostics.cpp)
 };
 

@@ -410,7 +410,7 @@ int run(int argc, char** argv) {
   std::vector<std::vector<float>> per_row((size_t)B);
   std::vector<std::pair<std::string, std::vector<float>>> attn_dumps;
   std::vector<int64_t> generated;
-  double run_ms = 0, gpu_ms = 0;
+  double run_ms = 0, gpu_ms = 0, generate_ms = 0;
   std::string device_name = "cpu-reference (double)";
   const int V = info.output_dim;
   Sampler sampler(a.sampler);
@@ -505,17 +505,25 @@ int run(int argc, char** argv) {
     }
     Progress::interrupt();
     Progress gen_progress("generating", a.generate, "tokens");
-    for (int g = 0; g < a.generate; ++g) {
-      gen_progress.set(g);
-      std::vector<int64_t> next;
-      for (int b = 0; b < B; ++b) {
-        const float* last = &S.outputs()[((size_t)b * S.output_count() + S.output_count() - 1) * V];
-        next.push_back(sampler.next(last, V));
-      }
-      generated.push_back(next[0]);
-      if (g + 1 == a.generate) break;  // the last token is printed, not fed
-      if (Status st = S.step_tokens(next); !st.ok()) return fail(st);
-      collect();
+    if (a.generate > 0) {
+      // Sampled on the GPU, each token fed on the device: only token ids come back (and, for a
+      // dump, every fed position's logits). The last token is printed, not fed.
+      GenerateOptions go;
+      go.tokens = a.generate;
+      go.sampler = a.sampler;
+      go.keep_outputs = !a.dump.empty();
+      go.on_token = [&](int k, const std::vector<int64_t>& row_tokens) {
+        gen_progress.set(k + 1);
+        generated.push_back(row_tokens[0]);
+      };
+      auto g = S.generate(go);
+      if (!g) return fail(g.status());
+      gpu_ms += g->gpu_ms;
+      generate_ms = g->wall_ms;
+      const size_t per = (size_t)(a.generate - 1) * V;
+      for (int b = 0; b < B && go.keep_outputs; ++b)
+        per_row[(size_t)b].insert(per_row[(size_t)b].end(), g->outputs.begin() + (size_t)b * per,
+                                  g->outputs.begin() + (size_t)(b + 1) * per);
     }
     const int fed = S.position();
     for (int b = 0; b < B; ++b) outputs.insert(outputs.end(), per_row[(size_t)b].begin(), per_row[(size_t)b].end());
@@ -558,6 +566,9 @@ int run(int argc, char** argv) {
                 json_escape(device_name).c_str(), json_escape(dir).c_str(), info.architecture.c_str(), B, N, V,
                 a.cpu ? "cpu-reference" : a.stream ? "stream" : "prefill", load_ms, run_ms, gpu_ms);
     if (!generated.empty()) {
+      if (!a.cpu && generated.size() > 1)
+        std::printf(",\"generate_ms\":%.3f,\"ms_per_token\":%.4f", generate_ms,
+                    generate_ms / (double)(generated.size() - 1));
       std::printf(",\"generated\":[");
       for (size_t i = 0; i < generated.size(); ++i) std::printf("%s%lld", i ? "," : "", (long long)generated[i]);
       std::printf("],\"text\":\"%s\"", json_escape(text).c_str());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "rfa/diagnostics.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/params.hpp"
+#include "rfa/sampler.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa {
@@ -120,6 +122,23 @@ struct WatchedRow {
   RowDiagnostics diagnostics;
 };
 
+// Generation (language models): Session::generate.
+struct GenerateOptions {
+  int tokens = 1;              // tokens to sample; all but the last are fed back
+  SamplerOptions sampler;      // greedy when temperature <= 0; seeded draws, one per row per token
+  bool on_gpu = true;          // sample on the GPU: only token ids come back per step, and each
+                               // step is fed the previous step's ids on the device, two steps in
+                               // flight. false: the host sampler on read-back logits (the twin).
+  bool keep_outputs = false;   // also bring back every fed position's logits (dumps)
+  // Called once per sampled token, in order, with the token of each batch row.
+  std::function<void(int index, const std::vector<int64_t>& row_tokens)> on_token;
+};
+struct Generation {
+  std::vector<int64_t> tokens;  // [B][tokens] row-major
+  std::vector<float> outputs;   // keep_outputs: [B][tokens - 1][vocab], the logits after each fed token
+  double wall_ms = 0, gpu_ms = 0;
+};
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> create(Context& ctx, std::shared_ptr<const Model> model,
@@ -136,6 +155,12 @@ class Session {
   Status step_tokens(const std::vector<int64_t>& ids, const std::vector<double>& timestamps = {});
   Status step_values(const std::vector<float>& values, const std::vector<double>& timestamps = {});
   void reset();
+
+  // Samples `options.tokens` tokens per batch row after what was fed so far (the first from the
+  // last call's logits, which must be there), feeding each but the last. The same tokens as
+  // Sampler::next on each row's logits in row order, step by step (rfa/sampler.hpp says where
+  // the GPU may differ: only within rounding of a boundary). Needs a language model.
+  Result<Generation> generate(const GenerateOptions& options);
 
   // Outputs of the last prefill/step: [B][output_count][output_dim], where output_count is
   // last_count(), or 1 with SessionOptions::last_output_only.

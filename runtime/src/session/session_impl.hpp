@@ -51,13 +51,23 @@ struct FrameIO {
   gpu::Buffer times;    // [B, rows_per_row] (hi, lo) floats (upload)
   gpu::Buffer input;    // ids [B*n] uint32, or values [B*n*input_dim] floats (upload)
   gpu::Buffer output;   // what comes back (readback): outputs, or nothing
+  // Generation (session_generate.cpp): the step's sampler parameters and u per row (upload), and
+  // the sampled token ids that come back (readback), 4 bytes per row.
+  gpu::Buffer sample_params, tokens;
 };
+
+// What a recorded step does besides the network: plain (outputs come back), or a generation step
+// that samples the next token on the GPU, fed by ids from the host or by the previous step's
+// sampled ids on the device (no host round trip between tokens).
+enum class StepMode { plain, sample_host_fed, sample_gpu_fed };
 
 // One recorded step: n positions per batch row, outputs of every position or only the last.
 struct StepPlan {
   uint32_t n = 0;
   bool last_only = false;
   int frame = 0;
+  StepMode mode = StepMode::plain;
+  bool keep_outputs = true;  // sampling steps: also copy the logits back
   uint64_t last_use = 0;
   std::unique_ptr<gpu::Recorder> rec;
 };
@@ -105,6 +115,7 @@ struct Session::Impl {
   // scratch, sized for `scratch_rows` rows (B * positions per call)
   uint32_t scratch_rows = 0;
   gpu::Buffer ids, input, new_times, x, h, q, k, v, vnorm, att, ffn, out;
+  gpu::Buffer sampled;  // [B] uint32: the token each row sampled last (generation)
   std::array<session_detail::FrameIO, 2> frames;
   std::vector<session_detail::StepPlan> plans;
   uint64_t plan_clock = 0;
@@ -140,8 +151,11 @@ struct Session::Impl {
                   std::vector<double>* times) const;
   Status ensure_scratch(uint32_t rows);
   Status ensure_frame(int f, uint64_t out_bytes);
-  Result<session_detail::StepPlan*> plan_for(uint32_t n, int frame);
-  Status record_step(gpu::Recorder& R, uint32_t n, int frame);
+  Result<session_detail::StepPlan*> plan_for(uint32_t n, int frame,
+                                             session_detail::StepMode mode = session_detail::StepMode::plain,
+                                             bool keep_outputs = true);
+  Status record_step(gpu::Recorder& R, uint32_t n, int frame, session_detail::StepMode mode, bool keep_outputs);
+  Status ensure_sampling();  // the sampled-ids buffer and each frame's sampler buffers
   Status record_norm(gpu::Recorder& R, const session_detail::NormGpu& n, const gpu::Buffer& src, const gpu::Buffer& dst,
                      uint32_t rows, uint32_t dim);
   // One submission of n positions per batch row (n <= max_chunk; input validated).

@@ -8,6 +8,7 @@
 #include "gpu/pipeline.hpp"
 #include "ops/embed.hpp"
 #include "ops/norm.hpp"
+#include "ops/sample.hpp"
 #include "session/session_impl.hpp"
 
 namespace rfa {
@@ -15,11 +16,12 @@ namespace rfa {
 using session_detail::FrameIO;
 using session_detail::LayerGpu;
 using session_detail::NormGpu;
+using session_detail::StepMode;
 using session_detail::StepPlan;
 
 namespace {
 // Recorded shapes kept per session: a stream needs one, prefills of varying lengths a few more.
-constexpr size_t kMaxPlans = 6;
+constexpr size_t kMaxPlans = 8;
 }  // namespace
 
 Status Session::Impl::validate(const int64_t* ids_in, const float* values, int n, const std::vector<double>& ts_given,
@@ -94,7 +96,10 @@ Status Session::Impl::ensure_scratch(uint32_t rows) {
   RFA_TRY(alloc(att, rows * c2, dev, "scratch attention out"));
   RFA_TRY(alloc(ffn, rows * (uint64_t)std::max(m.hidden, 1), dev, "scratch ffn"));
   RFA_TRY(alloc(out, out_rows * out_dim, dev, "scratch output"));
+  sampled.release();  // generation buffers follow the scratch (ensure_sampling)
   for (FrameIO& F : frames) {
+    F.sample_params.release();
+    F.tokens.release();
     // Frame buffers: the host writes span, times and input; it reads output.
     RFA_TRY(alloc(F.span, 4, gpu::MemoryKind::upload, "step span"));
     RFA_TRY(alloc(F.times, rows * 2, gpu::MemoryKind::upload, "step timestamps"));
@@ -118,7 +123,7 @@ Status Session::Impl::record_norm(gpu::Recorder& R, const NormGpu& n, const gpu:
 // The whole network for n positions per batch row, reading the step's inputs from frame `f` and
 // leaving what comes back in its output buffer. Nothing here depends on the stream's position:
 // the kernels read it from the frame's span buffer.
-Status Session::Impl::record_step(gpu::Recorder& R, uint32_t n, int f) {
+Status Session::Impl::record_step(gpu::Recorder& R, uint32_t n, int f, StepMode mode, bool keep_outputs) {
   const Model& m = *model;
   FrameIO& F = frames[(size_t)f];
   const uint32_t rows = (uint32_t)batch * n, d_e = (uint32_t)m.d_e;
@@ -126,7 +131,9 @@ Status Session::Impl::record_step(gpu::Recorder& R, uint32_t n, int f) {
   RFA_TRY(ops::record_timestamp_append(*g, R, F.times, timestamps, (uint32_t)batch, (uint32_t)capacity, span));
   // Input -> x [rows, d_e]
   if (m.arch == Architecture::lm) {
-    RFA_TRY(ops::record_embed(*g, R, F.input, token_embedding, h, rows, d_e));
+    // A generation step fed on the device reads the ids the previous step sampled.
+    const gpu::Buffer& ids_in = mode == StepMode::sample_gpu_fed ? sampled : F.input;
+    RFA_TRY(ops::record_embed(*g, R, ids_in, token_embedding, h, rows, d_e));
     RFA_TRY(ops::record_linear(*g, R, h, backbone_in, x, rows));
   } else if (m.arch == Architecture::signal) {
     RFA_TRY(ops::record_linear(*g, R, F.input, signal_in, h, rows));
@@ -186,15 +193,26 @@ Status Session::Impl::record_step(gpu::Recorder& R, uint32_t n, int f) {
                                  {head_rows, d_e, (uint32_t)m.vocab}));
     }
   }
+  if (mode != StepMode::plain) {
+    // The next token of every row, from each row's last logits, into `sampled` (and back).
+    ops::SampleShape shape;
+    shape.rows = (uint32_t)batch;
+    shape.vocab = out_dim;
+    shape.row_stride = last_only ? out_dim : (uint64_t)n * out_dim;
+    shape.logits_offset = last_only ? 0 : (uint64_t)(n - 1) * out_dim;
+    RFA_TRY(ops::record_sample(*g, R, out, F.sample_params, sampled, shape));
+    R.copy(sampled, F.tokens, (VkDeviceSize)batch * 4);
+    if (!keep_outputs) return Status::Ok();
+  }
   // What comes back, in the same submission: a copy into the frame's host-cached buffer.
   R.copy(out, F.output, (VkDeviceSize)head_rows * out_dim * 4);
   return Status::Ok();
 }
 
-Result<StepPlan*> Session::Impl::plan_for(uint32_t n, int frame) {
+Result<StepPlan*> Session::Impl::plan_for(uint32_t n, int frame, StepMode mode, bool keep_outputs) {
   ++plan_clock;
   for (StepPlan& p : plans)
-    if (p.n == n && p.frame == frame && p.last_only == last_only) {
+    if (p.n == n && p.frame == frame && p.last_only == last_only && p.mode == mode && p.keep_outputs == keep_outputs) {
       p.last_use = plan_clock;
       return &p;
     }
@@ -209,10 +227,12 @@ Result<StepPlan*> Session::Impl::plan_for(uint32_t n, int frame) {
   p.n = n;
   p.frame = frame;
   p.last_only = last_only;
+  p.mode = mode;
+  p.keep_outputs = keep_outputs;
   p.last_use = plan_clock;
   p.rec = std::make_unique<gpu::Recorder>(*g, opts.profile ? gpu::GpuTiming::per_dispatch : gpu::GpuTiming::total);
   RFA_TRY(p.rec->begin(/*reusable=*/true));
-  Status s = record_step(*p.rec, n, frame);
+  Status s = record_step(*p.rec, n, frame, mode, keep_outputs);
   Status e = p.rec->end();
   RFA_TRY(s);
   RFA_TRY(e);
