@@ -69,6 +69,15 @@ class RowDiagnostics(ctypes.Structure):
                 ("expected_lag", c_double), ("mass_beyond", c_double * 4)]
 
 
+class SessionOptions(ctypes.Structure):
+    _fields_ = [(n, c_int) for n in ("batch", "max_context", "window", "last_output_only", "profile")]
+
+
+class WindowTruncation(ctypes.Structure):
+    _fields_ = [("layer", c_int), ("head", c_int)] + [(n, c_double) for n in (
+        "edge_lag", "decay_bound", "precision_ratio", "edge_mass")]
+
+
 class PairReadout(ctypes.Structure):
     _fields_ = [("masked", c_int)] + [(n, c_double) for n in (
         "lag", "dt", "decay", "vcov", "bias", "precision", "q_norm2", "k_norm2", "cross", "residual2", "L", "logit",
@@ -112,6 +121,12 @@ _PROTOTYPES = {
     "rfa_session_row_diagnostics": (c_int, [c_void_p, c_int, c_int, c_int, c_int, c_int, P(c_double),
                                             P(RowDiagnostics)]),
     "rfa_session_pair": (c_int, [c_void_p, c_int, c_int, c_int, c_int, c_int, P(PairReadout)]),
+    "rfa_session_options_default": (None, [P(SessionOptions)]),
+    "rfa_session_create_ex": (c_int, [c_void_p, c_void_p, P(SessionOptions), P(c_void_p)]),
+    "rfa_session_oldest_position": (c_int, [c_void_p]),
+    "rfa_session_window_report": (c_int, [c_void_p, c_int, c_int, P(WindowTruncation), c_int, P(c_int)]),
+    "rfa_session_generate": (c_int, [c_void_p, c_int, c_double, c_int, c_double, ctypes.c_uint64, c_int,
+                                     P(c_int64)]),
 }
 
 _lock = threading.Lock()

@@ -62,8 +62,8 @@ def as_timestamps(t, B, N):
     return np.ascontiguousarray(a, dtype=np.float64)
 
 
-def _span(r, default_hi, what):
-    lo, hi = (0, default_hi) if r is None else (int(r[0]), int(r[1]))
+def _span(r, default_hi, what, default_lo=0):
+    lo, hi = (default_lo, default_hi) if r is None else (int(r[0]), int(r[1]))
     if not 0 <= lo < hi:
         raise _bad("%s: (%d, %d) is not a non-empty range of positions" % (what, lo, hi))
     return lo, hi
@@ -72,19 +72,25 @@ def _span(r, default_hi, what):
 class Session:
     """Runs `model` on a device. batch: sequences fed side by side; max_context: positions
     reserved per sequence (the KV caches are allocated up front); device: None (the best device,
-    or RFA_DEVICE), an index, a name substring, or an rfa.Context to share."""
+    or RFA_DEVICE), an index, a name substring, or an rfa.Context to share. window: 0, or a
+    sliding-window KV cache in which every position sees its last `window` keys, so a stream runs
+    without end in constant memory (max_context is then ignored)."""
 
-    def __init__(self, model, batch=1, max_context=4096, device=None):
+    def __init__(self, model, batch=1, max_context=4096, device=None, window=0):
         self.model = model
         self.context = shared_context(device)
         h = c_void_p()
         if not self.context._h:
             raise _bad("the context is closed")
-        _lib.call("rfa_session_create", self.context._h, model._h, int(batch), int(max_context), ctypes.byref(h))
+        opts = _lib.SessionOptions()
+        _lib.lib().rfa_session_options_default(ctypes.byref(opts))
+        opts.batch, opts.max_context, opts.window = int(batch), int(max_context), int(window)
+        _lib.call("rfa_session_create_ex", self.context._h, model._h, ctypes.byref(opts), ctypes.byref(h))
         self._h = h
         self.context._adopt_session(h)
         self.batch = int(batch)
-        self.max_context = int(max_context)
+        self.max_context = int(_lib.lib().rfa_session_max_context(h))
+        self.window = int(window)
         self.output_dim = model.info["output_dim"]
 
     # ---- feeding -----------------------------------------------------------------------------
@@ -129,6 +135,31 @@ class Session:
         return int(_lib.lib().rfa_session_position(self._live()))
 
     @property
+    def oldest_position(self):
+        """The oldest position still in the caches (0 without a window); probes reach
+        [oldest_position, position)."""
+        return int(_lib.lib().rfa_session_oldest_position(self._live()))
+
+    def window_report(self, batch=0, measure=True):
+        """What the sliding window cuts off, per (layer, head), for the newest position: a list of
+        dicts with edge_lag, decay_bound, precision_ratio and (measure=True) edge_mass."""
+        n = self.model.info["layers"] * self.model.info["heads"]
+        out = (_lib.WindowTruncation * n)()
+        count = c_int()
+        _lib.call("rfa_session_window_report", self._live(), int(batch), 1 if measure else 0, out, n,
+                  ctypes.byref(count))
+        return [{f: getattr(w, f) for f, _ in _lib.WindowTruncation._fields_} for w in out[:count.value]]
+
+    def generate(self, tokens, temperature=0.0, top_k=0, top_p=1.0, seed=0, on_gpu=True):
+        """Samples `tokens` token ids per batch row after the prompt fed so far (the first from its
+        last logits) and feeds all but the last. Greedy at temperature 0; seeded otherwise. On the
+        GPU only the ids come back. Returns int64 [B, tokens]."""
+        out = np.zeros((self.batch, int(tokens)), dtype=np.int64)
+        _lib.call("rfa_session_generate", self._live(), int(tokens), float(temperature), int(top_k), float(top_p),
+                  int(seed), 1 if on_gpu else 0, out.ctypes.data_as(P(c_int64)))
+        return out
+
+    @property
     def device(self):
         return self.context.device_name
 
@@ -156,8 +187,8 @@ class Session:
         """The attention weights of one head over rows (queries) [r0, r1) x cols (keys) [c0, c1)
         of the filled positions (default: all): Ahat, or A = Ahat E with decayed=True. Masked
         entries are 0. float32 [r1 - r0, c1 - c0]."""
-        r0, r1 = _span(rows, self.position, "rows")
-        c0, c1 = _span(cols, self.position, "cols")
+        r0, r1 = _span(rows, self.position, "rows", self.oldest_position)
+        c0, c1 = _span(cols, self.position, "cols", self.oldest_position)
         out = np.zeros((r1 - r0, c1 - c0), dtype=np.float32)
         _lib.call("rfa_session_attention", self._live(), int(layer), int(head), int(batch), r0, r1, c0, c1,
                   int(bool(decayed)), out.ctypes.data_as(P(c_float)))

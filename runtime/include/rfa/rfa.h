@@ -241,6 +241,14 @@ typedef struct rfa_pair_readout {
 } rfa_pair_readout;
 rfa_status rfa_session_pair(rfa_session* s, int layer, int head, int b, int i, int j, rfa_pair_readout* out);
 
+/* Generation (language models, after a prompt): samples `tokens` tokens per batch row (the first
+ * from the last call's logits), feeding all but the last. Sampling as rfa::Sampler: temperature
+ * <= 0 greedy, top_k <= 0 and top_p >= 1 no limit, seeded. on_gpu: 1 samples on the GPU and feeds
+ * each token on the device (only ids come back); 0 samples on the host from read-back logits.
+ * out_tokens: [batch * tokens] int64, row-major. */
+rfa_status rfa_session_generate(rfa_session* s, int tokens, double temperature, int top_k, double top_p,
+                                uint64_t seed, int on_gpu, int64_t* out_tokens);
+
 #ifdef __cplusplus
 }
 #endif

@@ -66,4 +66,19 @@ rfa_status rfa_session_pair(rfa_session* s, int layer, int head, int b, int i, i
   });
 }
 
+rfa_status rfa_session_generate(rfa_session* s, int tokens, double temperature, int top_k, double top_p,
+                                uint64_t seed, int on_gpu, int64_t* out_tokens) {
+  if (!s || !out_tokens) return invalid("session or out_tokens is NULL");
+  return guarded([&] {
+    rfa::GenerateOptions o;
+    o.tokens = tokens;
+    o.sampler = {temperature, top_k, top_p, seed};
+    o.on_gpu = on_gpu != 0;
+    auto g = s->session->generate(o);
+    if (!g) return to_c(g.status());
+    std::copy(g->tokens.begin(), g->tokens.end(), out_tokens);
+    return RFA_OK;
+  });
+}
+
 }  // extern "C"

@@ -1,0 +1,52 @@
+"""Streaming from Python: a sliding window past max_context, its report, and generation on the GPU
+against the host sampler (the runtime's twin) and against rfa-run."""
+import numpy as np
+import pytest
+
+import rfa
+from conftest import model_dir, rfa_run
+
+
+def test_a_window_streams_past_max_context_and_equals_a_windowed_prefill(spiral, ctx):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(300, 2)).astype(np.float32)
+    t = np.cumsum(rng.uniform(0.2, 1.5, size=300))
+    s = rfa.Session(spiral, max_context=16, window=12, device=ctx)
+    streamed = np.concatenate([s.step(x[i], t[i]) for i in range(300)], axis=1)
+    assert s.position == 300 and s.oldest_position > 0
+    p = rfa.Session(spiral, max_context=16, window=12, device=ctx)
+    prefilled = p.prefill(x, t)  # longer than the ring: split into chunks, same result
+    np.testing.assert_allclose(streamed, prefilled, rtol=1e-4, atol=1e-4)
+    # The default probe rows are the ones still held; older rows are refused with the runtime's words.
+    a = s.attention(1, 0)
+    assert a.shape == (300 - s.oldest_position,) * 2
+    with pytest.raises(rfa.Error) as e:
+        s.attention(1, 0, rows=(0, 1), cols=(0, 1))
+    assert "still in the cache" in str(e.value)
+    rep = s.window_report()
+    assert len(rep) == spiral.info["layers"] * spiral.info["heads"]
+    for w in rep:
+        assert w["edge_lag"] == pytest.approx(t[-1] - t[-1 - 12])
+        assert 0 < w["decay_bound"] <= 1 and 0 <= w["edge_mass"] <= 1 + 1e-6
+    # Without a window the same stream is an input error once max_context is reached.
+    q = rfa.Session(spiral, max_context=16, device=ctx)
+    q.prefill(x[:16], t[:16])
+    with pytest.raises(rfa.Error):
+        q.step(x[16], t[16])
+
+
+@pytest.mark.parametrize("temperature,top_k,top_p", [(0.0, 0, 1.0), (0.8, 40, 0.9), (1.2, 0, 1.0)])
+def test_generation_on_the_gpu_equals_the_host_sampler_and_rfa_run(char_lm, ctx, temperature, top_k, top_p):
+    prompt = char_lm.encode("The ")
+    outs = []
+    for on_gpu in (True, False):
+        s = rfa.Session(char_lm, max_context=64, device=ctx)
+        s.prefill(prompt)
+        outs.append(s.generate(20, temperature, top_k, top_p, seed=7, on_gpu=on_gpu))
+        assert s.position == len(prompt) + 19
+    np.testing.assert_array_equal(outs[0], outs[1])
+    r = rfa_run("--model", model_dir("tiny-char-lm"), "--prompt", "The ", "--generate", "20", "--json", "--seed", "7",
+                "--temperature", str(temperature), "--top-k", str(top_k), "--top-p", str(top_p))
+    assert r.returncode == 0, r.stderr
+    import json
+    assert json.loads(r.stdout)["generated"] == outs[0][0].tolist()
