@@ -14,7 +14,8 @@ std::mutex g_mutex;
 std::vector<std::pair<std::string, std::unique_ptr<rfa::Context>>> g_contexts;  // by kernel options
 
 std::string key_of(const KernelOptions& k) {
-  return k.linear + "|" + std::to_string(k.attention_direct_kv) + "|" + std::to_string(k.push_descriptors);
+  return k.linear + "|" + std::to_string(k.attention_direct_kv) + "|" + std::to_string(k.attention_lag_table) + "|" +
+         std::to_string(k.attention_split_k) + "|" + std::to_string(k.push_descriptors);
 }
 }  // namespace
 

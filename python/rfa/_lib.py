@@ -70,7 +70,7 @@ class RowDiagnostics(ctypes.Structure):
 
 
 class SessionOptions(ctypes.Structure):
-    _fields_ = [(n, c_int) for n in ("batch", "max_context", "window", "last_output_only", "profile")]
+    _fields_ = [(n, c_int) for n in ("batch", "max_context", "window", "last_output_only", "profile", "kv")]
 
 
 class WindowTruncation(ctypes.Structure):

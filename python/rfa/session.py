@@ -74,9 +74,10 @@ class Session:
     reserved per sequence (the KV caches are allocated up front); device: None (the best device,
     or RFA_DEVICE), an index, a name substring, or an rfa.Context to share. window: 0, or a
     sliding-window KV cache in which every position sees its last `window` keys, so a stream runs
-    without end in constant memory (max_context is then ignored)."""
+    without end in constant memory (max_context is then ignored). kv: "f32", or "f16" for K/V
+    caches in fp16 (half the memory; the error it costs is in the docs' math page, section 9)."""
 
-    def __init__(self, model, batch=1, max_context=4096, device=None, window=0):
+    def __init__(self, model, batch=1, max_context=4096, device=None, window=0, kv="f32"):
         self.model = model
         self.context = shared_context(device)
         h = c_void_p()
@@ -85,12 +86,16 @@ class Session:
         opts = _lib.SessionOptions()
         _lib.lib().rfa_session_options_default(ctypes.byref(opts))
         opts.batch, opts.max_context, opts.window = int(batch), int(max_context), int(window)
+        if kv not in ("f32", "f16"):
+            raise _bad("kv must be 'f32' or 'f16', not %r" % (kv,))
+        opts.kv = 1 if kv == "f16" else 0
         _lib.call("rfa_session_create_ex", self.context._h, model._h, ctypes.byref(opts), ctypes.byref(h))
         self._h = h
         self.context._adopt_session(h)
         self.batch = int(batch)
         self.max_context = int(_lib.lib().rfa_session_max_context(h))
         self.window = int(window)
+        self.kv = kv
         self.output_dim = model.info["output_dim"]
 
     # ---- feeding -----------------------------------------------------------------------------

@@ -12,7 +12,25 @@
 // new positions start (pos0) and how many keys exist (kv_len) come from a small buffer, not from
 // push constants, so that one recorded command buffer serves every step of a stream. With a window
 // W, query i sees keys [i - W + 1, i] only (a banded causal mask).
+//
+// Variants, all of one body so that every path shares the same online softmax and epilogue:
+// - SPLIT > 1 (split-k): workgroup x = (query group, key split); each split streams its share of
+//   the keys and writes its partial state (m, l, energy m/l, unnormalised acc) to `part`; the
+//   reduce variant (RFA_REDUCE, *_reduce.comp) merges the splits of a row and runs the epilogue.
+//   A decode step then launches B x H x SPLIT workgroups instead of B x H.
+// - Lag table (pc.table_lags > 0): E, B and P of integer lags come from a per-head table built
+//   by rfa_lag_table.comp with the same lag_terms() code, so a pair whose float lag is an integer
+//   below the table's size gets bit-for-bit the exact path's terms without a transcendental.
+// - RFA_KV_F16: the K and V caches hold fp16 (f16vec2) values; everything after the load is fp32.
 #extension GL_GOOGLE_include_directive : require
+// [[unroll]] on the per-key loops over D: CPU drivers (lavapipe) cap a loop's iterations (~65535
+// in all, to stop runaway shaders), and a D = 64 loop that stays a loop hits the cap after ~500
+// keys per thread; unrolled, the only loops left iterate over keys.
+#extension GL_EXT_control_flow_attributes : require
+#include "kv_storage.glsl"
+#ifndef RFA_REDUCE
+#define RFA_REDUCE 0
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;   // BQ * S
@@ -41,21 +59,25 @@ const bool WANT_VCOV = false;
 // the workgroup's invocations; without staging the prefill loop needs no barrier at all.
 #if RFA_SDPA
 #define RFA_DIRECT_KV_ID 9
+#define RFA_SPLIT_ID 10
 #else
 #define RFA_DIRECT_KV_ID 18
+#define RFA_SPLIT_ID 19
 #endif
 layout(constant_id = RFA_DIRECT_KV_ID) const bool DIRECT_KV = false;
+layout(constant_id = RFA_SPLIT_ID) const uint SPLIT = 1;  // key splits per row (split-k)
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
 #if RFA_SDPA
 layout(std430, binding = 0) readonly buffer Qb { vec2 Qc[]; };
-layout(std430, binding = 1) readonly buffer Kb { vec2 Kc[]; };
-layout(std430, binding = 2) readonly buffer Vb { vec2 Vc[]; };
+layout(std430, binding = 1) readonly buffer Kb { KV_T Kc[]; };
+layout(std430, binding = 2) readonly buffer Vb { KV_T Vc[]; };
 layout(std430, binding = 3) writeonly buffer Ob { float attn_out[]; };
 layout(std430, binding = 4) writeonly buffer Mb { float row_max[]; };
 layout(std430, binding = 5) writeonly buffer Lb { float row_sum[]; };
 layout(std430, binding = 6) readonly buffer Pb { uint pos0; uint kv_len; } span;
+layout(std430, binding = 7) buffer PartB { float part[]; };  // split-k partial states
 #else
 layout(std430, binding = 0) readonly buffer Hb { float hp[]; };
 layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };      // (hi, lo) [H*D]
@@ -63,8 +85,8 @@ layout(std430, binding = 2) readonly buffer Rb { vec2 shift_rot[]; };  // e^{i o
 layout(std430, binding = 3) readonly buffer Gb { float gain_o[]; };    // [H*D]
 layout(std430, binding = 4) readonly buffer Tb { vec2 ts[]; };         // (hi, lo) [B, capacity]
 layout(std430, binding = 5) readonly buffer Qb { vec2 Qc[]; };
-layout(std430, binding = 6) readonly buffer Kb { vec2 Kc[]; };
-layout(std430, binding = 7) readonly buffer Vb { vec2 Vc[]; };
+layout(std430, binding = 6) readonly buffer Kb { KV_T Kc[]; };
+layout(std430, binding = 7) readonly buffer Vb { KV_T Vc[]; };
 layout(std430, binding = 8) readonly buffer QNb { float q_norm2[]; };
 layout(std430, binding = 9) readonly buffer KNb { float k_norm2[]; };
 layout(std430, binding = 10) readonly buffer VNb { float v_norm[]; };  // [B*n_new, 2*H*D] half-split
@@ -73,6 +95,8 @@ layout(std430, binding = 12) writeonly buffer Mb { float row_max[]; };
 layout(std430, binding = 13) writeonly buffer Lb { float row_sum[]; };
 layout(std430, binding = 14) writeonly buffer Eb { float row_energy[]; };
 layout(std430, binding = 15) readonly buffer Pb { uint pos0; uint kv_len; } span;  // of this call
+layout(std430, binding = 16) readonly buffer LTb { vec4 lag_tab[]; };  // [H, table_lags] (E, B, P, 0)
+layout(std430, binding = 17) buffer PartB { float part[]; };           // split-k partial states
 #include "rfa_phase.glsl"
 #include "rfa_lag_kernels.glsl"
 #include "rfa_logit.glsl"
@@ -84,7 +108,11 @@ layout(push_constant) uniform Push {
   uint heads;
   uint window;    // 0: every earlier key; W: the last W keys of each query (causal only)
   float scale;    // SDPA only: logit = scale Re(conj(q) k)
+  uint table_lags;  // RFA: lags [0, table_lags) read from lag_tab; 0: every pair takes lag_terms()
 } pc;
+
+// A split's partial state: m, l, energy m, energy l, then acc[D] (unnormalised, fp32).
+const uint PART_STRIDE = 4 + 2 * D;
 
 // The ring slot of absolute position p (no division while the ring has not wrapped).
 uint slot_of(uint p) { return p < pc.capacity ? p : p % pc.capacity; }
@@ -103,11 +131,32 @@ shared float sle[WG];
 shared vec2 sred[RED];
 shared vec2 sfin[FIN];
 
+#if !RFA_SDPA
+// E, B and P of one pair: from the lag table when the float lag is an integer the table covers
+// (identical to lag_terms() of that lag: the table was built by it), else computed.
+LagTerms pair_lag_terms(Head P, uint h, float lag) {
+  if (pc.table_lags > 0 && lag >= 0.0 && lag < float(pc.table_lags) && lag == floor(lag)) {
+    const vec4 e = lag_tab[h * pc.table_lags + uint(lag)];
+    LagTerms t;
+    t.dt = lag + P.shift;
+    t.E = e.x;
+    t.B = e.y;
+    t.P = e.z;
+    t.vcov = 1.0;  // not needed by the logit
+    return t;
+  }
+  return lag_terms(P, lag);
+}
+#endif
+
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint rloc = tid / S, sidx = tid % S;
   const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-  const uint q0 = gl_WorkGroupID.x * BQ;
+  // Split-k: workgroup x = query group * SPLIT + split (the reduce pass has one split per x).
+  const uint split = (RFA_REDUCE == 0 && SPLIT > 1) ? gl_WorkGroupID.x % SPLIT : 0;
+  const uint qgroup = (RFA_REDUCE == 0 && SPLIT > 1) ? gl_WorkGroupID.x / SPLIT : gl_WorkGroupID.x;
+  const uint q0 = qgroup * BQ;
   const uint qi = q0 + rloc;
   const bool row_live = qi < pc.n_new;
   const uint pos0 = span.pos0, kv_len = span.kv_len;
@@ -115,40 +164,71 @@ void main() {
   const uint base = (b * pc.heads + h) * pc.capacity;
   const uint icell = base + slot_of(i);
   const uint tbase = b * pc.capacity;
+  const uint prow = ((b * pc.heads + h) * pc.n_new + qi) * SPLIT;  // this row's first partial
+#if !RFA_SDPA
+  const Head P = load_head(h);
+  const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
+  float me = NEG_INF, le = 0.0;  // energy log-sum-exp state (GATE only)
+#endif
+  float m = NEG_INF, l = 0.0;
+  vec2 acc[D];
+  for (uint d = 0; d < D; ++d) acc[d] = vec2(0.0);
+
+#if RFA_REDUCE
+  // Merge the SPLIT partial states of this row (one thread per row).
+  if (row_live) {
+    for (uint s = 0; s < SPLIT; ++s) m = max(m, part[(prow + s) * PART_STRIDE]);
+#if !RFA_SDPA
+    for (uint s = 0; s < SPLIT; ++s) me = max(me, part[(prow + s) * PART_STRIDE + 2]);
+#endif
+    for (uint s = 0; s < SPLIT; ++s) {
+      const uint o = (prow + s) * PART_STRIDE;
+      const float ms = part[o];
+      if (ms == NEG_INF) continue;  // a split without keys
+      const float f = exp(ms - m);
+      l += part[o + 1] * f;
+      for (uint d = 0; d < D; ++d) acc[d] += f * vec2(part[o + 4 + 2 * d], part[o + 5 + 2 * d]);
+#if !RFA_SDPA
+      if (GATE && part[o + 2] != NEG_INF) le += part[o + 3] * exp(part[o + 2] - me);
+#endif
+    }
+  }
+#else
   const uint last_q = min(q0 + BQ, pc.n_new) - 1;
-  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
-  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the workgroup's first row sees the oldest key
+  uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
+  uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the workgroup's first row sees the oldest key
+  if (SPLIT > 1) {
+    // This split's share of the workgroup's keys, whole tiles each (a split past the end has none).
+    const uint n_keys = kv_end > kv_begin ? kv_end - kv_begin : 0;
+    const uint chunk = ((n_keys + SPLIT - 1) / SPLIT + BK - 1) / BK * BK;
+    const uint kb = kv_begin + min(split * chunk, n_keys);
+    kv_end = min(kv_end, kb + chunk);
+    kv_begin = kb;
+  }
   const uint row_first = CAUSAL ? first_key(i) : 0;
 
-  vec2 q[D], acc[D];
-  for (uint d = 0; d < D; ++d) {
-    q[d] = row_live ? Qc[icell * D + d] : vec2(0.0);
-    acc[d] = vec2(0.0);
-  }
+  vec2 q[D];
+  for (uint d = 0; d < D; ++d) q[d] = row_live ? Qc[icell * D + d] : vec2(0.0);
 #if RFA_SDPA
   for (uint d = 0; d < D; ++d) q[d] *= pc.scale;
 #else
-  const Head P = load_head(h);
   const float qn = row_live ? q_norm2[icell] : 0.0;
-  const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
-  float me = NEG_INF, le = 0.0;  // energy log-sum-exp state (GATE only)
   float ee[BK], en[BK];
 #endif
-  float m = NEG_INF, l = 0.0;
   float lg[BK];
 
   for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
     // ks: the ring slot of key j0 + jj (DIRECT_KV) — computed once per key by the loops below.
-#define KEY(ks, jj, d) (DIRECT_KV ? Kc[(base + (ks)) * D + (d)] : sk[(jj) * D + (d)])
-#define VAL(ks, jj, d) (DIRECT_KV ? Vc[(base + (ks)) * D + (d)] : sv[(jj) * D + (d)])
+#define KEY(ks, jj, d) (DIRECT_KV ? KV_LOAD(Kc[(base + (ks)) * D + (d)]) : sk[(jj) * D + (d)])
+#define VAL(ks, jj, d) (DIRECT_KV ? KV_LOAD(Vc[(base + (ks)) * D + (d)]) : sv[(jj) * D + (d)])
 #define KNORM(ks, jj) (DIRECT_KV ? k_norm2[base + (ks)] : skn[jj])
 #define KTIME(ks, jj) (DIRECT_KV ? ts[tbase + (ks)] : st[jj])
     if (!DIRECT_KV) {
       for (uint e = tid; e < nk * D; e += WG) {
         const uint ks = slot_of(j0 + e / D);
-        sk[e] = Kc[(base + ks) * D + e % D];
-        sv[e] = Vc[(base + ks) * D + e % D];
+        sk[e] = KV_LOAD(Kc[(base + ks) * D + e % D]);
+        sv[e] = KV_LOAD(Vc[(base + ks) * D + e % D]);
       }
 #if !RFA_SDPA
       for (uint e = tid; e < nk; e += WG) {
@@ -170,14 +250,14 @@ void main() {
       for (uint jj = jbeg + sidx; jj < jend; jj += S) {
         const uint ks = DIRECT_KV ? slot_of(j0 + jj) : 0;
         float cross = 0.0;
-        for (uint d = 0; d < D; ++d) cross += dot(q[d], KEY(ks, jj, d));
+        [[unroll]] for (uint d = 0; d < D; ++d) cross += dot(q[d], KEY(ks, jj, d));
 #if RFA_SDPA
         lg[jj] = cross;
 #else
         const vec2 tj = KTIME(ks, jj);
         float lag = (ti.x - tj.x) + (ti.y - tj.y);
         if (!CAUSAL) lag = abs(lag);
-        const LagTerms t = lag_terms(P, lag);
+        const LagTerms t = pair_lag_terms(P, h, lag);
         float logit, energy;
         rfa_pair_logit(P, t, qn, KNORM(ks, jj), cross, logit, energy);
         lg[jj] = logit;
@@ -213,7 +293,7 @@ void main() {
           const float w = p * ee[jj];  // decayed attention A = Ahat E (docs/reference-code.md §6)
           if (GATE) le += exp(en[jj] - me);
 #endif
-          for (uint d = 0; d < D; ++d) acc[d] += w * VAL(ks, jj, d);
+          [[unroll]] for (uint d = 0; d < D; ++d) acc[d] += w * VAL(ks, jj, d);
         }
       }
     }
@@ -262,6 +342,28 @@ void main() {
   }
 
   if (!row_live || sidx != 0) return;
+  if (SPLIT > 1) {
+    // Split-k: hand the partial state to the reduce pass, which runs the epilogue.
+    const uint o = (prow + split) * PART_STRIDE;
+    part[o] = l > 0.0 ? m : NEG_INF;
+    part[o + 1] = l;
+#if !RFA_SDPA
+    part[o + 2] = (GATE && le > 0.0) ? me : NEG_INF;
+    part[o + 3] = GATE ? le : 0.0;
+#else
+    part[o + 2] = NEG_INF;
+    part[o + 3] = 0.0;
+#endif
+    for (uint d = 0; d < D; ++d) {
+      part[o + 4 + 2 * d] = acc[d].x;
+      part[o + 5 + 2 * d] = acc[d].y;
+    }
+    return;
+  }
+#endif  // RFA_REDUCE
+
+  if (!row_live || sidx != 0) return;
+  // Epilogue (one thread per row): normalise, counter-rotate, gate, output norm, shift rotation.
   const bool has_keys = l > 0.0;
   const float inv_l = has_keys ? 1.0 / l : 0.0;
   for (uint d = 0; d < D; ++d) acc[d] *= inv_l;

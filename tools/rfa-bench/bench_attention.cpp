@@ -1,7 +1,10 @@
-// Fused RFA attention (prefill of N positions, causal, fp32) against the runtime's SDPA kernel on
-// the same caches and the same tiling, in the same run: the ratio is the figure to quote. Times
-// the fused kernel alone (the rotate pass is reported separately); peak memory is the allocator's
+// Fused RFA attention (prefill of N positions, causal) against the runtime's SDPA kernel on the
+// same caches and the same tiling, in the same run: the ratio is the figure to quote. Times the
+// fused kernel alone (the rotate pass is reported separately); peak memory is the allocator's
 // high-water mark over the op's buffers (caches, projections, output), linear in N by design.
+// --decode times one decode step instead (one query row per head over N keys) and reports the
+// K/V bytes it reads per second; --kv f16 runs on fp16 K/V caches. Every line names the path the
+// kernel took and why (the tiling struct, chosen from the device and the shape).
 #include "bench_attention.hpp"
 
 #include <chrono>
@@ -73,17 +76,26 @@ AttentionParams variant_params(const std::string& name, int H, int D) {
 struct Measured {
   double gpu_ms = 0, wall_ms = 0, rotate_ms = 0;
   uint64_t peak = 0;
+  std::string path;
   bool ok = false;
 };
 
-Measured run(gpu::Context& g, const std::string& variant, uint32_t N, uint32_t H, uint32_t D, uint32_t B, int reps) {
+struct RunOptions {
+  uint32_t N = 0, H = 8, D = 32, B = 1;
+  int reps = 3;
+  bool decode = false, kv_f16 = false;
+};
+
+Measured run(gpu::Context& g, const std::string& variant, const RunOptions& o) {
+  const uint32_t N = o.N, H = o.H, D = o.D, B = o.B;
+  const int reps = o.reps;
   Measured m;
   const bool sdpa = variant == "sdpa";
   const AttentionParams p = variant_params(sdpa ? "M2" : variant, (int)H, (int)D);
   g.allocator().reset_peak();
   const uint64_t base = g.allocator().used_bytes();
   auto w = ops::AttentionWeightsGpu::create(g, p);
-  auto cache = ops::AttentionCache::create(g, B, H, D, N, "bench cache");
+  auto cache = ops::AttentionCache::create(g, B, H, D, N, "bench cache", 0, o.kv_f16);
   const uint64_t proj = (uint64_t)B * N * 2 * H * D * 4;
   auto q = g.allocator().allocate(proj, gpu::MemoryKind::device, "bench q");
   auto k = g.allocator().allocate(proj, gpu::MemoryKind::device, "bench k");
@@ -111,11 +123,20 @@ Measured run(gpu::Context& g, const std::string& variant, uint32_t N, uint32_t H
   if (!ops::record_rfa_rotate(g, rec, *w, *cache, *ts, *q, *k, *v, *vn, {0, N}).ok()) return m;
   if (!rec.submit_and_wait().ok()) return m;
   m.rotate_ms = rec.gpu_ms_total();
+  // The integer-lag table, as a session builds it (unless RFA_ATTN_LAG_TABLE=0).
+  if (g.kernels().attention_lag_table != 0) {
+    if (!rec.begin().ok() || !ops::record_rfa_lag_table(g, rec, *w, *cache).ok() || !rec.submit_and_wait().ok())
+      return m;
+  }
+  // Prefill: rows [0, N); decode: the last row alone over all N keys.
+  const ops::AttentionSpan span = o.decode ? ops::AttentionSpan{N - 1, 1, nullptr} : ops::AttentionSpan{0, N, nullptr};
+  const ops::AttentionTiling t = ops::choose_attention_tiling(g.caps(), g.kernels(), span.n_new, D, B * H, N);
+  m.path = t.why;
   std::vector<double> gms, wms;
   for (int r = 0; r < reps + 1; ++r) {  // the first run builds the pipeline: not counted
     if (!rec.begin().ok()) return m;
-    Status s = sdpa ? ops::record_sdpa(g, rec, *cache, *out, 0, N)
-                    : ops::record_rfa_fused(g, rec, *w, *cache, *ts, *vn, *out, {0, N});
+    Status s = sdpa ? ops::record_sdpa(g, rec, *cache, *out, span.pos0, span.n_new)
+                    : ops::record_rfa_fused(g, rec, *w, *cache, *ts, *vn, *out, span);
     if (!s.ok()) {
       std::fprintf(stderr, "rfa-bench: %s\n", s.to_string().c_str());
       return m;
@@ -138,10 +159,19 @@ Measured run(gpu::Context& g, const std::string& variant, uint32_t N, uint32_t H
 
 int bench_attention(const std::vector<std::string>& args) {
   const bool json = has_flag(args, "--json");
-  const int reps = std::max(1, std::atoi(option(args, "--reps", "3").c_str()));
-  const uint32_t H = (uint32_t)std::atoi(option(args, "--heads", "8").c_str());
-  const uint32_t D = (uint32_t)std::atoi(option(args, "--dim", "32").c_str());
-  const uint32_t B = (uint32_t)std::atoi(option(args, "--batch", "1").c_str());
+  RunOptions ro;
+  ro.reps = std::max(1, std::atoi(option(args, "--reps", "3").c_str()));
+  ro.H = (uint32_t)std::atoi(option(args, "--heads", "8").c_str());
+  ro.D = (uint32_t)std::atoi(option(args, "--dim", "32").c_str());
+  ro.B = (uint32_t)std::atoi(option(args, "--batch", "1").c_str());
+  ro.decode = has_flag(args, "--decode");
+  const std::string kv = option(args, "--kv", "f32");
+  if (kv != "f32" && kv != "f16") {
+    std::fprintf(stderr, "rfa-bench attention: --kv expects f32 or f16, got '%s'\n", kv.c_str());
+    return 2;
+  }
+  ro.kv_f16 = kv == "f16";
+  const uint32_t H = ro.H, D = ro.D, B = ro.B;
   std::vector<uint32_t> ns;
   for (const auto& s : split_list(option(args, "--n", "256,1024,4096"))) ns.push_back((uint32_t)std::atoi(s.c_str()));
   std::vector<std::string> variants = split_list(option(args, "--variants", "M2,M1,M2.6"));
@@ -150,10 +180,11 @@ int bench_attention(const std::vector<std::string>& args) {
   gpu::Context& g = ctx->impl();
   const std::string device = g.caps().device_name;
   if (!json)
-    std::printf("%-6s %6s %3s %3s %3s %10s %10s %9s %10s %7s %12s\n", "var", "N", "H", "D", "B", "gpu ms", "wall ms",
-                "GFLOP/s", "sdpa ms", "ratio", "peak bytes");
+    std::printf("%-6s %6s %3s %3s %3s %10s %10s %9s %10s %7s %12s  %s\n", "var", "N", "H", "D", "B", "gpu ms", "wall ms",
+                ro.decode ? "KV GB/s" : "GFLOP/s", "sdpa ms", "ratio", "peak bytes", "path");
   for (uint32_t N : ns) {
-    const Measured base = run(g, "sdpa", N, H, D, B, reps);
+    ro.N = N;
+    const Measured base = run(g, "sdpa", ro);
     if (!base.ok) {
       std::fprintf(stderr, "rfa-bench: sdpa failed at N = %u\n", N);
       return 5;
@@ -161,24 +192,30 @@ int bench_attention(const std::vector<std::string>& args) {
     std::vector<std::string> all = variants;
     all.push_back("sdpa");
     for (const auto& var : all) {
-      const Measured m = var == "sdpa" ? base : run(g, var, N, H, D, B, reps);
+      const Measured m = var == "sdpa" ? base : run(g, var, ro);
       if (!m.ok) {
         std::fprintf(stderr, "rfa-bench: %s failed at N = %u\n", var.c_str(), N);
         continue;
       }
       // Causal pairs times 8 D flops (4 D for Re(conj(q) k), 4 D for the complex accumulation).
-      const double pairs = (double)B * H * N * (N + 1.0) / 2.0;
+      const double pairs = ro.decode ? (double)B * H * N : (double)B * H * N * (N + 1.0) / 2.0;
       const double gflops = pairs * 8.0 * D / (m.gpu_ms * 1e6);
+      // Decode: the K and V caches of every key are read once (plus |K|^2 and times for RFA).
+      const double kv_bytes = (double)B * H * N * D * (ro.kv_f16 ? 4 : 8) * 2;
+      const double kv_gbs = kv_bytes / (m.gpu_ms * 1e6);
       const double ratio = m.gpu_ms / base.gpu_ms;
       if (json)
-        std::printf("{\"bench\":\"attention\",\"variant\":\"%s\",\"n\":%u,\"heads\":%u,\"dim\":%u,\"batch\":%u,"
-                    "\"ms\":%.4f,\"wall_ms\":%.4f,\"rotate_ms\":%.4f,\"gflops\":%.3f,\"sdpa_ms\":%.4f,\"ratio\":%.4f,"
-                    "\"peak_bytes\":%llu,\"timestamps\":%s,\"device\":\"%s\"}\n",
-                    var.c_str(), N, H, D, B, m.gpu_ms, m.wall_ms, m.rotate_ms, gflops, base.gpu_ms, ratio,
-                    (unsigned long long)m.peak, g.timestamps_enabled() ? "true" : "false", device.c_str());
+        std::printf("{\"bench\":\"attention\",\"variant\":\"%s\",\"mode\":\"%s\",\"kv\":\"%s\",\"n\":%u,"
+                    "\"heads\":%u,\"dim\":%u,\"batch\":%u,\"ms\":%.4f,\"wall_ms\":%.4f,\"rotate_ms\":%.4f,"
+                    "\"gflops\":%.3f,\"kv_gbs\":%.3f,\"sdpa_ms\":%.4f,\"ratio\":%.4f,\"peak_bytes\":%llu,"
+                    "\"timestamps\":%s,\"path\":\"%s\",\"device\":\"%s\"}\n",
+                    var.c_str(), ro.decode ? "decode" : "prefill", kv.c_str(), N, H, D, B, m.gpu_ms, m.wall_ms,
+                    m.rotate_ms, gflops, kv_gbs, base.gpu_ms, ratio, (unsigned long long)m.peak,
+                    g.timestamps_enabled() ? "true" : "false", m.path.c_str(), device.c_str());
       else
-        std::printf("%-6s %6u %3u %3u %3u %10.3f %10.3f %9.2f %10.3f %7.3f %12llu\n", var.c_str(), N, H, D, B, m.gpu_ms,
-                    m.wall_ms, gflops, base.gpu_ms, ratio, (unsigned long long)m.peak);
+        std::printf("%-6s %6u %3u %3u %3u %10.3f %10.3f %9.2f %10.3f %7.3f %12llu  %s\n", var.c_str(), N, H, D, B,
+                    m.gpu_ms, m.wall_ms, ro.decode ? kv_gbs : gflops, base.gpu_ms, ratio, (unsigned long long)m.peak,
+                    m.path.c_str());
       std::fflush(stdout);
     }
   }

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* usage =
       "usage: rfa-bench linear [--json] [--reps N] [--device SEL]\n"
-      "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--device SEL]\n"
+      "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--decode] [--kv f32|f16] [--device SEL]\n"
       "       rfa-bench model --model DIR [--prefill 512] [--decode 512,4096] [--steps 8] [--profile] [--json]\n"
       "       rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]\n"
       "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n"

@@ -44,6 +44,7 @@ const char* kUsage =
     "  --stream                  feed the input one position at a time through the KV cache\n"
     "  --window N                sliding-window KV cache: each position sees its last N (a stream runs on\n"
     "                            past --max-context in constant memory; causal models)\n"
+    "  --kv f32|f16              precision of the K/V caches (f16: half the memory; see docs/math.md §9)\n"
     "  --generate N              generate N tokens after the prompt (language models)\n"
     "  --temperature T --top-k K --top-p P --seed S   sampling (temperature 0 = greedy, the default)\n"
     "  --max-context N           positions reserved per batch row (default: input + generated)\n"
@@ -61,6 +62,7 @@ struct Args {
   bool list_devices = false, version = false, self_check = false, json = false, stream = false, cpu = false,
        summary = false;
   int generate = 0, max_context = 0, window = 0;
+  KvPrecision kv = KvPrecision::f32;
   SamplerOptions sampler;
   dump::DiagnosticsDump diagnostics;
 };
@@ -136,6 +138,9 @@ int parse(int argc, char** argv, Args& a) {
     } else if (k == "--generate") {
       if (!parse_int(v, 0, 1 << 24, &n)) return usage_error("--generate expects a count >= 0, got '" + v + "'");
       a.generate = (int)n;
+    } else if (k == "--kv") {
+      if (v != "f32" && v != "f16") return usage_error("--kv expects f32 or f16, got '" + v + "'");
+      a.kv = v == "f16" ? KvPrecision::f16 : KvPrecision::f32;
     } else if (k == "--window") {
       if (!parse_int(v, 1, 1 << 26, &n)) return usage_error("--window expects a positive count, got '" + v + "'");
       a.window = (int)n;
@@ -459,6 +464,7 @@ int run(int argc, char** argv) {
     so.max_context = a.max_context ? a.max_context : total;
     so.last_output_only = a.dump.empty();  // only the dump needs every position's output
     so.window = a.window;
+    so.kv = a.kv;
     if (so.window == 0 && so.max_context < total)
       return fail(Status(Code::input_error, "--max-context " + std::to_string(so.max_context) + " is shorter than the " +
                                                 std::to_string(total) + " positions to run"));

@@ -37,11 +37,14 @@ using MessageCallback = std::function<void(MessageSeverity, const char* message)
 
 // Kernel variants forced instead of the device's own choice: for comparing kernels on one device
 // and for tests that exercise every path. Read once when the context is created; the library never
-// reads the environment for these (programs map RFA_LINEAR_KERNEL, RFA_ATTN_DIRECT_KV and
+// reads the environment for these (programs map RFA_LINEAR_KERNEL, RFA_ATTN_DIRECT_KV,
+// RFA_ATTN_LAG_TABLE, RFA_ATTN_SPLIT_K and
 // RFA_NO_PUSH_DESCRIPTORS onto them with kernel_options_from_environment()).
 struct KernelOptions {
   std::string linear;            // "" (device's choice) | "tiled" | "gemv" | "direct"
   int attention_direct_kv = -1;  // -1 device's choice; 0 shared-memory key tiles; 1 keys read from the cache
+  int attention_lag_table = -1;  // -1 device's choice (on); 0 every pair's E, B, P computed; 1 integer lags from a table
+  int attention_split_k = -1;    // -1 device's choice; 0 or 1 one pass; n > 1 keys split n ways, then a reduce pass
   bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
 };
 // The overrides named by the RFA_* environment variables above (defaults where unset).

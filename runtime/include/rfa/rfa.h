@@ -69,9 +69,11 @@ rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batc
 /* Every session option. Start from rfa_session_options_default(). window > 0: a sliding-window KV
  * cache (each position sees its last `window` keys; a stream runs without end; max_context is then
  * ignored). last_output_only: outputs of each row's last position only. profile: per-kernel GPU
- * timing. */
+ * timing. kv: RFA_KV_F32 (default) or RFA_KV_F16 (K/V caches in fp16: half the memory). */
+#define RFA_KV_F32 0
+#define RFA_KV_F16 1
 typedef struct rfa_session_options {
-  int batch, max_context, window, last_output_only, profile;
+  int batch, max_context, window, last_output_only, profile, kv;
 } rfa_session_options;
 void rfa_session_options_default(rfa_session_options* o);
 rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const rfa_session_options* options,

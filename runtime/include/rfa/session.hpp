@@ -44,6 +44,8 @@ std::vector<HeadSummary> head_summaries(const Model& m);
 const AttentionParams& layer_params(const Model& m, int layer);
 std::string model_summary(const Model& m);  // printable per-layer, per-head table
 
+enum class KvPrecision { f32 = 0, f16 = 1 };
+
 struct SessionOptions {
   int batch = 1;
   int max_context = 4096;  // positions per batch row; caches are reserved up front
@@ -62,6 +64,9 @@ struct SessionOptions {
   // GPU timing: false times each submission as a whole (last_gpu_ms()); true also times every
   // kernel (last_kernel_ms()), at two timestamp writes per dispatch.
   bool profile = false;
+  // Precision of the K and V caches. f16 halves their memory and the bandwidth a long-context step
+  // reads (docs/math.md §9 gives the error it costs); queries, statistics and every sum stay fp32.
+  KvPrecision kv = KvPrecision::f32;
 };
 
 // What a session has cost since it was created (rfa-bench stream reports these per step).

@@ -150,7 +150,7 @@ rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batc
 void rfa_session_options_default(rfa_session_options* o) {
   if (!o) return;
   const rfa::SessionOptions d;
-  *o = {d.batch, d.max_context, d.window, d.last_output_only ? 1 : 0, d.profile ? 1 : 0};
+  *o = {d.batch, d.max_context, d.window, d.last_output_only ? 1 : 0, d.profile ? 1 : 0, (int)d.kv};
 }
 
 rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const rfa_session_options* options,
@@ -164,6 +164,9 @@ rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const
     o.window = options->window;
     o.last_output_only = options->last_output_only != 0;
     o.profile = options->profile != 0;
+    if (options->kv != RFA_KV_F32 && options->kv != RFA_KV_F16)
+      return invalid("options->kv is " + std::to_string(options->kv) + " (RFA_KV_F32 = 0 or RFA_KV_F16 = 1)");
+    o.kv = options->kv == RFA_KV_F16 ? rfa::KvPrecision::f16 : rfa::KvPrecision::f32;
     auto s = rfa::Session::create(*ctx->ctx, model->model, o);
     if (!s) return to_c(s.status());
     *out = new rfa_session{s.take()};

@@ -1,9 +1,11 @@
 // The public rfa::Context: a thin face over gpu::Context.
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
+#include "ops/rfa_attention.hpp"
 #include "rfa/context.hpp"
 
 namespace rfa {
@@ -25,6 +27,10 @@ KernelOptions kernel_options_from_environment() {
   k.linear = env("RFA_LINEAR_KERNEL");
   const std::string direct = env("RFA_ATTN_DIRECT_KV");
   if (!direct.empty()) k.attention_direct_kv = direct == "1" ? 1 : 0;
+  const std::string table = env("RFA_ATTN_LAG_TABLE");
+  if (!table.empty()) k.attention_lag_table = table == "1" ? 1 : 0;
+  const std::string split = env("RFA_ATTN_SPLIT_K");
+  if (!split.empty()) k.attention_split_k = std::max(0, std::atoi(split.c_str()));
   const std::string no_push = env("RFA_NO_PUSH_DESCRIPTORS");
   k.push_descriptors = no_push.empty() || no_push == "0";
   return k;
@@ -72,6 +78,16 @@ std::string Context::capabilities_summary() const {
     << "timestamps: " << (c.timestamps ? "yes" : "no") << " (period " << c.timestamp_period_ns << " ns)\n"
     << "device-local memory: " << (c.device_local_bytes >> 20) << " MiB" << (c.unified_memory ? " (unified)" : "") << "\n"
     << "memory budget: " << (impl_->allocator().budget() >> 20) << " MiB";
+  // The attention kernel's choices for three typical calls (B = 1, H = 8, D = 32): what runs and why.
+  struct Shape {
+    const char* name;
+    uint32_t rows, capacity;
+  } shapes[] = {{"prefill 4096", 4096, 4096}, {"decode at 4096", 1, 4096}, {"decode at 65536", 1, 65536}};
+  for (const Shape& s : shapes) {
+    const ops::AttentionTiling t = ops::choose_attention_tiling(c, impl_->kernels(), s.rows, 32, 8, s.capacity);
+    o << "\nattention, " << s.name << ": " << t.why << " [BQ " << t.rows_per_group << ", S " << t.threads_per_row
+      << ", BK " << t.keys_per_tile << ", splits " << t.splits << "]";
+  }
   return o.str();
 }
 

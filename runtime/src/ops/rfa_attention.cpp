@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,9 @@ enum HeadTable : uint32_t {
   kColR, kColRSmall, kColRsq, kColRsqSmall,
   kHeadStride = 32,
 };
+// Split-k: at most this many splits, and about this many workgroups in all (enough to fill a
+// large GPU twice over: an H100 has 132 SMs), each split keeping at least kMinSplitKeys keys.
+constexpr uint32_t kMaxSplits = 64, kSplitWorkgroups = 512, kMinSplitKeys = 256;
 // |mu| below this selects the Brownian (L'Hôpital) branch (reference epsilon, docs/reference-code.md §4.3).
 constexpr double kBrownianMu = 1e-5;
 
@@ -48,6 +53,30 @@ Status check_size(const gpu::Buffer& b, uint64_t bytes, const char* what) {
 }
 
 }  // namespace
+
+namespace {
+// IEEE binary16 -> float (normals, subnormals, infinities, NaN), as unpackHalf2x16 does.
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  float v;
+  if (exp == 0) v = std::ldexp((float)man, -24);
+  else if (exp == 31) v = man ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else v = std::ldexp((float)(man | 0x400), (int)exp - 25);
+  return sign ? -v : v;
+}
+}  // namespace
+
+void kv_to_floats(const AttentionCache& cache, const void* raw, size_t n, float* out) {
+  if (!cache.kv_f16) {
+    std::memcpy(out, raw, n * 8);
+    return;
+  }
+  const auto* u = static_cast<const uint32_t*>(raw);
+  for (size_t i = 0; i < n; ++i) {  // packHalf2x16: re in the low half, im in the high half
+    out[2 * i] = half_to_float((uint16_t)(u[i] & 0xffff));
+    out[2 * i + 1] = half_to_float((uint16_t)(u[i] >> 16));
+  }
+}
 
 void split_timestamp(double t, float* hi, float* lo) {
   const float h = (float)t;
@@ -131,7 +160,7 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
 }
 
 Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,
-                                              uint32_t capacity, const char* label, uint32_t window) {
+                                              uint32_t capacity, const char* label, uint32_t window, bool kv_f16) {
   if (batch == 0 || heads == 0 || dim == 0 || capacity == 0)
     return make_error(Code::invalid_argument, "rfa attention cache: batch, heads, dim and capacity must be >= 1");
   if (window > capacity)
@@ -146,16 +175,22 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
   c.dim = dim;
   c.capacity = capacity;
   c.window = window;
+  c.kv_f16 = kv_f16;
+  // Split-k: enough partial states for kSplitWorkgroups workgroups of kSplitRows rows.
+  c.max_splits = std::max<uint32_t>(1, std::min<uint32_t>(kMaxSplits, kSplitWorkgroups / (batch * heads)));
+  const uint64_t partial_floats = (uint64_t)batch * heads * kSplitRows * c.max_splits * (4 + 2 * dim);
+  const uint64_t kv = cells * dim * c.kv_bytes_per_component();
   const std::string base = label ? label : "rfa cache";
   struct Item {
     gpu::Buffer* buf;
     uint64_t bytes;
     const char* name;
-  } items[] = {{&c.q, cells * dim * 8, " q"},         {&c.k, cells * dim * 8, " k"},
-               {&c.v, cells * dim * 8, " v"},         {&c.q_norm2, cells * 4, " q_norm2"},
+  } items[] = {{&c.q, cells * dim * 8, " q"},         {&c.k, kv, " k"},
+               {&c.v, kv, " v"},                      {&c.q_norm2, cells * 4, " q_norm2"},
                {&c.k_norm2, cells * 4, " k_norm2"},   {&c.row_max, cells * 4, " row_max"},
                {&c.row_sum, cells * 4, " row_sum"},   {&c.row_energy, cells * 4, " row_energy"},
-               {&c.span, 16, " span"}};
+               {&c.span, 16, " span"},                {&c.lag_table, (uint64_t)heads * capacity * 16, " lag table"},
+               {&c.partials, partial_floats * 4, " split-k partials"}};
   for (auto& it : items) {
     auto b = ctx.allocator().allocate(it.bytes, gpu::MemoryKind::device, base + it.name);
     if (!b) return b.status();
@@ -165,7 +200,7 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
 }
 
 AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
-                                       uint32_t dim) {
+                                       uint32_t dim, uint32_t batch_heads, uint32_t capacity) {
   AttentionTiling t;
   // On CPU devices (lavapipe) a workgroup barrier switches every invocation; for decode, where the
   // threads of one row merge their states through several barriers, one SIMD-wide workgroup is
@@ -198,8 +233,36 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   t.keys_per_tile = (uint32_t)(bk / 4 * 4);
   t.groups_x = (n_new + t.rows_per_group - 1) / t.rows_per_group;
   // KernelOptions::attention_direct_kv overrides the device's choice (tests cover both paths on any device).
-  t.direct_kv = overrides.attention_direct_kv < 0 ? caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU
-                                                  : overrides.attention_direct_kv == 1;
+  const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  t.direct_kv = overrides.attention_direct_kv < 0 ? cpu : overrides.attention_direct_kv == 1;
+  // The lag table trades a few transcendentals per pair for one 16-byte read: a win everywhere
+  // measured (lavapipe included), so on unless turned off.
+  t.lag_table = overrides.attention_lag_table != 0;
+  // Split-k: a decode step has B x H x ceil(n_new / BQ) workgroups, far too few for a GPU with a
+  // hundred compute units at long context. Split the keys until about kSplitWorkgroups run, with
+  // at least kMinSplitKeys keys per split (counted from the capacity: dispatch sizes must not
+  // depend on the stream's length, so that a recorded step replays). CPU devices have a few
+  // threads that B x H workgroups already fill: no split there unless forced.
+  const uint32_t groups = t.groups_x * std::max<uint32_t>(1, batch_heads);
+  const uint32_t max_splits =
+      batch_heads == 0 ? 1 : std::max<uint32_t>(1, std::min<uint32_t>(kMaxSplits, kSplitWorkgroups / batch_heads));
+  uint32_t splits = 1;
+  const char* split_why = "";
+  if (n_new > kSplitRows || batch_heads == 0) {
+    split_why = "";
+  } else if (overrides.attention_split_k >= 0) {
+    splits = std::max<uint32_t>(1, (uint32_t)overrides.attention_split_k);
+    split_why = ", split-k forced";
+  } else if (!cpu && capacity >= 2 * kMinSplitKeys) {
+    splits = std::min(kSplitWorkgroups / std::max<uint32_t>(1, groups), capacity / kMinSplitKeys);
+    split_why = ", split-k: too few workgroups for the keys";
+  }
+  t.splits = std::max<uint32_t>(1, std::min(splits, max_splits));
+  t.groups_x *= t.splits;
+  t.why = std::string(cpu ? "CPU device: " : "GPU: ") + (t.direct_kv ? "keys read from the cache" : "key tiles in shared memory") +
+          (t.threads_per_row > 1 ? ", " + std::to_string(t.threads_per_row) + " threads per row (few rows)" : "") +
+          (t.lag_table ? ", integer lags from the table" : ", every pair's terms computed") +
+          (t.splits > 1 ? std::string(split_why) + " (" + std::to_string(t.splits) + " splits)" : "");
   return t;
 }
 
@@ -243,7 +306,7 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   // constant_id 0: D, 1: IN_NORM
   gpu::SpecConstants spec;
   spec.u32(D).flag(p.sw.complex_input_norm);
-  auto pipe = ctx.pipelines().get("rfa_rotate", 13, 16, spec);
+  auto pipe = ctx.pipelines().get(cache.kv_f16 ? "rfa_rotate_kv16" : "rfa_rotate", 13, 16, spec);
   if (!pipe) return pipe.status();
   struct {
     uint32_t batch, n_new, capacity, heads;
@@ -257,6 +320,25 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   return Status::Ok();
 }
 
+Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache) {
+  const AttentionParams& p = w.params();
+  if (cache.heads != (uint32_t)p.heads)
+    return make_error(Code::invalid_argument, "rfa lag table: cache heads differ from the layer's");
+  // constant_id 0: COV, 1: BIAS, 2: PREC
+  gpu::SpecConstants spec;
+  spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
+  auto pipe = ctx.pipelines().get("rfa_lag_table", 2, 8, spec);
+  if (!pipe) return pipe.status();
+  struct {
+    uint32_t n_lags, heads;
+  } push{cache.capacity, cache.heads};
+  const uint64_t n = (uint64_t)cache.capacity * cache.heads;
+  rec.dispatch(**pipe, {gpu::in(w.head_table()), gpu::out(cache.lag_table)}, &push, (uint32_t)((n + 63) / 64), 1, 1,
+               "rfa_lag_table");
+  cache.table_lags = cache.capacity;
+  return Status::Ok();
+}
+
 Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
                         const AttentionSpan& span) {
@@ -266,29 +348,46 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   auto positions = prepare_span(rec, cache, span, p.sw.causal);
   if (!positions) return positions.status();
   RFA_TRY(check_size(out, (uint64_t)B * n_new * 2 * H * D * 4, "out"));
-  const AttentionTiling t = choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D);
+  const AttentionTiling t = choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity);
   const AttentionSwitches& sw = p.sw;
   // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL, 9: COV, 10: BIAS,
   // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM,
-  // 18: DIRECT_KV
+  // 18: DIRECT_KV, 19: SPLIT
+  auto switches = [&](gpu::SpecConstants& spec) {
+    spec.flag(sw.causal).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
+        .flag(sw.robust).flag(sw.full_residual).flag(sw.counter_rotate).flag(sw.shift_rotation).flag(sw.gate)
+        .flag(sw.complex_output_norm);
+  };
   gpu::SpecConstants spec;
   spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
-      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
-      .flag(sw.causal).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
-      .flag(sw.robust).flag(sw.full_residual).flag(sw.counter_rotate).flag(sw.shift_rotation).flag(sw.gate)
-      .flag(sw.complex_output_norm).flag(t.direct_kv);
-  auto pipe = ctx.pipelines().get("rfa_attention", 16, 20, spec);
+      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1);
+  switches(spec);
+  spec.flag(t.direct_kv).u32(t.splits);
+  auto pipe = ctx.pipelines().get(cache.kv_f16 ? "rfa_attention_kv16" : "rfa_attention", 18, 24, spec);
   if (!pipe) return pipe.status();
   struct {
     uint32_t n_new, capacity, heads, window;
     float scale;
-  } push{n_new, cache.capacity, H, cache.window, 0.f};
-  rec.dispatch(**pipe,
-               {gpu::in(w.head_table()), gpu::in(w.omega()), gpu::in(w.shift_rotation()), gpu::in(w.gain_o()),
-                gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k), gpu::in(cache.v), gpu::in(cache.q_norm2),
-                gpu::in(cache.k_norm2), gpu::in(v_norm_scratch), gpu::out(out), gpu::inout(cache.row_max),
-                gpu::inout(cache.row_sum), gpu::inout(cache.row_energy), gpu::in(**positions)},
-               &push, t.groups_x, H, B, "rfa_attention");
+    uint32_t table_lags;
+  } push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};
+  const std::vector<gpu::Binding> bindings = {
+      gpu::in(w.head_table()), gpu::in(w.omega()),      gpu::in(w.shift_rotation()),  gpu::in(w.gain_o()),
+      gpu::in(timestamps),     gpu::in(cache.q),        gpu::in(cache.k),             gpu::in(cache.v),
+      gpu::in(cache.q_norm2),  gpu::in(cache.k_norm2),  gpu::in(v_norm_scratch),      gpu::out(out),
+      gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::inout(cache.row_energy), gpu::in(**positions),
+      gpu::in(cache.lag_table), t.splits > 1 ? gpu::out(cache.partials) : gpu::in(cache.partials)};
+  rec.dispatch(**pipe, bindings, &push, t.groups_x, H, B, "rfa_attention");
+  if (t.splits == 1) return Status::Ok();
+  // Split-k reduce: one thread per row merges its splits and runs the epilogue.
+  gpu::SpecConstants rspec;
+  rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(std::min<uint32_t>(D, 8)).u32(1).u32(1);
+  switches(rspec);
+  rspec.flag(false).u32(t.splits);
+  auto reduce = ctx.pipelines().get("rfa_attention_reduce", 18, 24, rspec);
+  if (!reduce) return reduce.status();
+  std::vector<gpu::Binding> rb = bindings;
+  rb[17] = gpu::in(cache.partials);
+  rec.dispatch(**reduce, rb, &push, (n_new + 63) / 64, H, B, "rfa_attention_reduce");
   return Status::Ok();
 }
 

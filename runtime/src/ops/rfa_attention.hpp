@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
@@ -45,10 +46,21 @@ class AttentionWeightsGpu {
 struct AttentionCache {
   uint32_t batch = 0, heads = 0, dim = 0, capacity = 0, window = 0;
   uint32_t filled = 0;
-  gpu::Buffer q, k, v, q_norm2, k_norm2, row_max, row_sum, row_energy, span;
+  // fp16 K/V: k and v hold packed fp16 pairs (one uint32 per complex component, packHalf2x16),
+  // half the bytes; q and every statistic stay fp32 (docs/math.md §9 states the error).
+  bool kv_f16 = false;
+  // The integer-lag table (E, B, P per head and lag, [H, capacity] vec4), valid once
+  // record_rfa_lag_table has run: table_lags is then the number of lags it covers, else 0.
+  uint32_t table_lags = 0;
+  // Split-k scratch: partial (m, l, energy m, energy l, acc[D]) states of up to max_splits key
+  // splits for up to kSplitRows query rows per (batch row, head).
+  uint32_t max_splits = 1;
+  gpu::Buffer q, k, v, q_norm2, k_norm2, row_max, row_sum, row_energy, span, lag_table, partials;
   uint32_t oldest() const { return filled > capacity ? filled - capacity : 0; }
+  uint64_t kv_bytes_per_component() const { return kv_f16 ? 4 : 8; }
   static Result<AttentionCache> create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,
-                                       uint32_t capacity, const char* label, uint32_t window = 0);
+                                       uint32_t capacity, const char* label, uint32_t window = 0,
+                                       bool kv_f16 = false);
 };
 
 // The positions one call adds: [pos0, pos0 + n_new) of every batch row, keys [0, pos0 + n_new).
@@ -61,18 +73,29 @@ struct AttentionSpan {
   const gpu::Buffer* positions = nullptr;
 };
 
-// How the fused kernel is tiled for a shape: chosen from the device and the shape, never ad hoc.
+// How the fused kernel runs for a shape: chosen from the device, the overrides and the shape,
+// never ad hoc, and printed by rfa-bench and rfa-run --self-check (`why` says why).
 struct AttentionTiling {
   uint32_t rows_per_group = 64;     // BQ
-  uint32_t threads_per_row = 1;     // S: > 1 splits each row's keys (decode)
+  uint32_t threads_per_row = 1;     // S: > 1 splits each row's keys inside a workgroup (decode)
   uint32_t keys_per_tile = 32;      // BK
   uint32_t merge_chunk = 8;         // DC
   uint32_t workgroup = 64;          // BQ * S
-  uint32_t groups_x = 1;            // ceil(n_new / BQ)
+  uint32_t groups_x = 1;            // ceil(n_new / BQ) * splits
+  uint32_t splits = 1;              // split-k: key splits across workgroups, merged by a reduce pass
   bool direct_kv = false;           // read K/V straight from the cache (CPU devices), no tiles
+  bool lag_table = true;            // integer lags read E, B, P from the cache's lag table
+  std::string why;                  // one line: which path and why
 };
+// Split-k applies to calls of at most this many query rows per (batch row, head).
+constexpr uint32_t kSplitRows = 4;
+// `capacity` (keys per row at most) and `batch * heads` decide split-k; 0 leaves it off.
 AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
-                                       uint32_t dim);
+                                       uint32_t dim, uint32_t batch_heads = 0, uint32_t capacity = 0);
+
+// Records the lag table of `cache` for the layer `w` (one dispatch; the session records it once
+// when it creates the caches). Until it has run, every pair computes its terms.
+Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache);
 
 // Records rotate + fused attention for the new positions of `span` in every batch row.
 // timestamps: the [B, capacity] ring of (hi, lo) float pairs (split_timestamp), holding the new
@@ -128,6 +151,10 @@ Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
                          uint32_t n_lags, gpu::Buffer& out);
 // Host-side regime of head h (docs/math.md §5), from the double twin's rfa_math.
 RegimeInfo rfa_regime(const AttentionParams& params, int head);
+
+// Host helper: `n` complex components of a K or V cache as (re, im) floats: copied from fp32
+// caches, unpacked from the packed fp16 pairs of kv_f16 caches (`raw` holds n * 8 or n * 4 bytes).
+void kv_to_floats(const AttentionCache& cache, const void* raw, size_t n, float* out);
 
 // Host helper: split a double timestamp into the (hi, lo) pair the kernels read (hi = float(t),
 // lo = float(t - hi)); lags formed as (hi_i - hi_j) + (lo_i - lo_j) keep ~1e-7 relative to the lag.

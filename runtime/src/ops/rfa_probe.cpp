@@ -28,13 +28,13 @@ Status check_probe(const AttentionWeightsGpu& w, const AttentionCache& c, uint32
   return Status::Ok();
 }
 
-Result<const gpu::Pipeline*> probe_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode) {
+Result<const gpu::Pipeline*> probe_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
   const AttentionSwitches& sw = p.sw;
   // constant_id 0: D, 1: COV, 2: BIAS, 3: PREC, 4: ROBUST, 5: FULL_RESID, 6: CAUSAL, 7: MODE
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.dim).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
       .flag(sw.robust).flag(sw.full_residual).flag(sw.causal).u32(mode);
-  return ctx.pipelines().get("rfa_probe", 10, sizeof(ProbePush), spec);
+  return ctx.pipelines().get(kv_f16 ? "rfa_probe_kv16" : "rfa_probe", 10, sizeof(ProbePush), spec);
 }
 
 }  // namespace
@@ -49,7 +49,7 @@ Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (n == 0) return Status::Ok();
   if (ahat_out.size < n * 4 || a_out.size < n * 4)
     return make_error(Code::invalid_argument, "rfa probe: output buffers smaller than rows x cols floats");
-  auto pipe = probe_pipeline(ctx, w.params(), 0);
+  auto pipe = probe_pipeline(ctx, w.params(), 0, c.kv_f16);
   if (!pipe) return pipe.status();
   ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, {0, 0, 0, 0}};
   rec.dispatch(**pipe,
@@ -67,7 +67,7 @@ Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const A
   if (rows == 0) return Status::Ok();
   if (out.size < (uint64_t)rows * 8 * 4)
     return make_error(Code::invalid_argument, "rfa row diagnostics: output smaller than rows x 8 floats");
-  auto pipe = probe_pipeline(ctx, w.params(), 1);
+  auto pipe = probe_pipeline(ctx, w.params(), 1, c.kv_f16);
   if (!pipe) return pipe.status();
   // Row i reads keys [first_key(i), i]: they must still be in the ring.
   const uint32_t first = c.window > 0 && r0 + 1 > c.window ? r0 + 1 - c.window : 0;

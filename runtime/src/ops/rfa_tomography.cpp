@@ -19,13 +19,13 @@ struct TomographyPush {
   uint32_t row_base;
 };
 
-Result<const gpu::Pipeline*> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode) {
+Result<const gpu::Pipeline*> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
   const AttentionSwitches& sw = p.sw;
   // constant_id 0: D, 1: COV, 2: BIAS, 3: PREC, 4: ROBUST, 5: FULL_RESID, 6: CAUSAL, 7: MODE
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.dim).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
       .flag(sw.robust).flag(sw.full_residual).flag(sw.causal).u32(mode);
-  return ctx.pipelines().get("rfa_tomography", 8, sizeof(TomographyPush), spec);
+  return ctx.pipelines().get(kv_f16 ? "rfa_tomography_kv16" : "rfa_tomography", 8, sizeof(TomographyPush), spec);
 }
 
 std::string range(uint32_t a, uint32_t b) {
@@ -75,7 +75,7 @@ Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const A
   if (rows_out.size < (uint64_t)rows * kTomographyRowStride * 4)
     return make_error(Code::invalid_argument, "rfa tomography: row output smaller than rows x " +
                                                   std::to_string(kTomographyRowStride) + " floats");
-  auto pipe = tomography_pipeline(ctx, w.params(), 0);
+  auto pipe = tomography_pipeline(ctx, w.params(), 0, c.kv_f16);
   if (!pipe) return pipe.status();
   // One workgroup per row, at most 65535 per dispatch (the minimum Vulkan guarantees).
   for (uint32_t first = 0; first < rows; first += 65535) {
@@ -105,7 +105,7 @@ Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const
   if (cells > 65535ull * 64)
     return make_error(Code::invalid_argument, "rfa tomography: rectangle of " + std::to_string(cells) +
                                                   " cells exceeds the 65535 x 64 cells of one dispatch");
-  auto pipe = tomography_pipeline(ctx, w.params(), 1);
+  auto pipe = tomography_pipeline(ctx, w.params(), 1, c.kv_f16);
   if (!pipe) return pipe.status();
   TomographyPush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, alpha, decayed ? 1u : 0u, 0};
   rec.dispatch(**pipe,

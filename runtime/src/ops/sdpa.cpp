@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "gpu/pipeline.hpp"
 
@@ -16,23 +17,34 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
   if (!positions) return positions.status();
   if (out.size < (uint64_t)B * n_new * 2 * H * D * 4)
     return make_error(Code::invalid_argument, "sdpa: output smaller than [B*n_new, 2*H*D]");
-  const AttentionTiling t = choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D);
+  const AttentionTiling t = choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity);
   // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL (as rfa_attention),
-  // 9: DIRECT_KV
+  // 9: DIRECT_KV, 10: SPLIT
   gpu::SpecConstants spec;
   spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
-      .flag(causal).flag(t.direct_kv);
-  auto pipe = ctx.pipelines().get("sdpa", 7, 20, spec);
+      .flag(causal).flag(t.direct_kv).u32(t.splits);
+  auto pipe = ctx.pipelines().get(cache.kv_f16 ? "sdpa_kv16" : "sdpa", 8, 24, spec);
   if (!pipe) return pipe.status();
   struct {
     uint32_t n_new, capacity, heads, window;
     float scale;
-  } push{n_new, cache.capacity, H, cache.window, scale > 0.f ? scale : (float)(1.0 / std::sqrt(2.0 * D))};
-  rec.dispatch(**pipe,
-               {gpu::in(cache.q), gpu::in(cache.k), gpu::in(cache.v), gpu::out(out), gpu::inout(cache.row_max),
-                gpu::inout(cache.row_sum), gpu::in(**positions)},
-               &push, t.groups_x, H, B, "sdpa");
+    uint32_t table_lags;  // unused by SDPA (the push block is shared with rfa_attention)
+  } push{n_new, cache.capacity, H, cache.window, scale > 0.f ? scale : (float)(1.0 / std::sqrt(2.0 * D)), 0u};
+  std::vector<gpu::Binding> bindings = {
+      gpu::in(cache.q),          gpu::in(cache.k),         gpu::in(cache.v),     gpu::out(out),
+      gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::in(**positions),
+      t.splits > 1 ? gpu::out(cache.partials) : gpu::in(cache.partials)};
+  rec.dispatch(**pipe, bindings, &push, t.groups_x, H, B, "sdpa");
+  if (t.splits > 1) {
+    gpu::SpecConstants rspec;  // the reduce pass: one thread per row
+    rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(std::min<uint32_t>(D, 8)).u32(1).u32(1).flag(causal).flag(false)
+        .u32(t.splits);
+    auto reduce = ctx.pipelines().get("sdpa_reduce", 8, 24, rspec);
+    if (!reduce) return reduce.status();
+    bindings[7] = gpu::in(cache.partials);
+    rec.dispatch(**reduce, bindings, &push, (n_new + 63) / 64, H, B, "sdpa_reduce");
+  }
   return Status::Ok();
 }
 

@@ -89,7 +89,8 @@ Status Session::Impl::init() {
     if (!aw) return aw.status();
     lg.attn = std::make_unique<ops::AttentionWeightsGpu>(aw.take());
     auto cache = ops::AttentionCache::create(G, (uint32_t)batch, (uint32_t)m.n_heads, (uint32_t)m.head_dim,
-                                             (uint32_t)capacity, (pre + "attn.cache").c_str(), (uint32_t)window);
+                                             (uint32_t)capacity, (pre + "attn.cache").c_str(), (uint32_t)window,
+                                             opts.kv == KvPrecision::f16);
     if (!cache) return cache.status();
     lg.cache = cache.take();
     if (m.arch != Architecture::attention) {
@@ -112,6 +113,14 @@ Status Session::Impl::init() {
   host_t.assign((size_t)batch, {});
   for (auto& r : host_t) r.reset((size_t)capacity + 1);
   probe_rec = std::make_unique<gpu::Recorder>(G, gpu::GpuTiming::none);
+  // The fused kernel's integer-lag tables (E, B, P per head and lag), built once on the GPU: they
+  // depend on the weights and the ring's size only.
+  if (G.kernels().attention_lag_table != 0) {
+    RFA_TRY(probe_rec->begin());
+    for (LayerGpu& lg : layers) RFA_TRY(ops::record_rfa_lag_table(G, *probe_rec, *lg.attn, lg.cache));
+    RFA_TRY(probe_rec->submit_and_wait());
+    ++submits;
+  }
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 // the normals' Gram form, and the singular values of each P.
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <complex>
 #include <string>
 
@@ -45,15 +46,19 @@ Status resolve(const char* what, int& x0, int& x1, int filled) {
 // Cached complex vectors (re, im per dim) of positions [p0, p1) of (b, head) from a ring of
 // `capacity` slots: out [p1 - p0][2D] floats, in position order.
 Status download_ring(gpu::Context& g, const gpu::Buffer& buf, const ops::AttentionCache& c, int b, int head, int p0,
-                     int p1, std::vector<float>& out) {
-  const size_t D2 = 2 * (size_t)c.dim, base = ((size_t)b * c.heads + head) * c.capacity;
-  out.resize((size_t)(p1 - p0) * D2);
+                     int p1, std::vector<float>& out, bool is_kv = false) {
+  const size_t D = c.dim, base = ((size_t)b * c.heads + head) * c.capacity;
+  const size_t bpc = is_kv ? c.kv_bytes_per_component() : 8;  // bytes per complex component
+  std::vector<uint8_t> raw((size_t)(p1 - p0) * D * bpc);
   for (int p = p0; p < p1;) {
     const size_t slot = (size_t)p % c.capacity;
     const int run = (int)std::min<size_t>((size_t)(p1 - p), c.capacity - slot);  // up to the ring's end
-    RFA_TRY(g.download(buf, out.data() + (size_t)(p - p0) * D2, (size_t)run * D2 * 4, (base + slot) * D2 * 4));
+    RFA_TRY(g.download(buf, raw.data() + (size_t)(p - p0) * D * bpc, (size_t)run * D * bpc, (base + slot) * D * bpc));
     p += run;
   }
+  out.resize((size_t)(p1 - p0) * 2 * D);
+  if (is_kv) ops::kv_to_floats(c, raw.data(), (size_t)(p1 - p0) * D, out.data());
+  else std::memcpy(out.data(), raw.data(), raw.size());
   return Status::Ok();
 }
 
@@ -185,7 +190,7 @@ Result<HeadDiagnostics> Session::head_diagnostics(const DiagnosticsRequest& req)
   }
   std::vector<float> q, kk;
   RFA_TRY(download_ring(*I.g, L.cache.q, L.cache, req.b, req.head, out.r0, out.r1, q));
-  RFA_TRY(download_ring(*I.g, L.cache.k, L.cache, req.b, req.head, out.c0, out.c1, kk));
+  RFA_TRY(download_ring(*I.g, L.cache.k, L.cache, req.b, req.head, out.c0, out.c1, kk, true));
 
   // ---- host ----
   const auto t_host = Clock::now();

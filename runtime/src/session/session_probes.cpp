@@ -90,13 +90,16 @@ Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
   // The few bytes of the pair, gathered by copies into one readback in one submission.
   auto got = I.run_probe(4 * D + 2, [&](gpu::Recorder& rec, gpu::Buffer& result) {
     rec.copy(L.cache.q, result, D * 8, (row + si) * D * 8, 0);
-    rec.copy(L.cache.k, result, D * 8, (row + sj) * D * 8, D * 8);
+    const uint64_t kb = L.cache.kv_bytes_per_component();  // 8, or 4 for packed fp16 keys
+    rec.copy(L.cache.k, result, D * kb, (row + sj) * D * kb, D * 8);
     rec.copy(L.cache.row_max, result, 4, (row + si) * 4, 4 * D * 4);
     rec.copy(L.cache.row_sum, result, 4, (row + si) * 4, (4 * D + 1) * 4);
     return Status::Ok();
   });
   if (!got) return got.status();
-  const std::vector<float> q(got->begin(), got->begin() + 2 * D), k(got->begin() + 2 * D, got->begin() + 4 * D);
+  const std::vector<float> q(got->begin(), got->begin() + 2 * D);
+  std::vector<float> k(2 * D);
+  ops::kv_to_floats(L.cache, got->data() + 2 * D, D, k.data());
   const float m = (*got)[4 * D], l = (*got)[4 * D + 1];
   const double ti = I.host_t[(size_t)b].at(i), tj = I.host_t[(size_t)b].at(j);
   // The caches hold Q~ = Q e^{-i omega t} after the input norm: the kernel's own operands.

@@ -1,0 +1,28 @@
+#version 450
+// The lag table of the fused kernel's integer-lag fast path: for every head and integer lag
+// k in [0, n_lags), table[h * n_lags + k] = (E, B, P, 0) from lag_terms() itself, so a pair whose
+// float lag equals k reads exactly what the exact path would compute (docs/math.md §9).
+#extension GL_GOOGLE_include_directive : require
+
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const uint COV = 1;
+layout(constant_id = 1) const uint BIAS = 1;
+layout(constant_id = 2) const uint PREC = 1;
+const bool WANT_VCOV = false;
+
+layout(std430, binding = 0) readonly buffer Hb { float hp[]; };
+layout(std430, binding = 1) writeonly buffer Ob { vec4 table[]; };
+
+#include "rfa_lag_kernels.glsl"
+
+layout(push_constant) uniform Push {
+  uint n_lags, heads;
+} pc;
+
+void main() {
+  const uint gid = gl_GlobalInvocationID.x;
+  if (gid >= pc.n_lags * pc.heads) return;
+  const uint h = gid / pc.n_lags, k = gid % pc.n_lags;
+  const LagTerms t = lag_terms(load_head(h), float(k));
+  table[gid] = vec4(t.E, t.B, t.P, 0.0);
+}

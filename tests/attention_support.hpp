@@ -1,0 +1,281 @@
+// Shared by the attention suites (test_rfa_attention, test_attention_paths): the paper's named
+// models as physical parameters, random inputs, a fixture that runs the GPU op through a cache in
+// chunks (on a chosen kernel path), the double-precision twin and the fp32 comparison.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/rfa_attention.hpp"
+#include "reference/attention_ref.hpp"
+#include "reference/ops_ref.hpp"
+#include "test_support.hpp"
+
+namespace rfa::test {
+
+// A kernel path of the attention op: the context's forced variants, the K/V cache precision, and
+// whether the cache's integer-lag table is built (else every pair computes its terms).
+struct AttentionPath {
+  KernelOptions kernels;
+  bool kv_f16 = false;
+  bool lag_table = true;
+  bool use_default_context = true;  // the process context (RFA_* variables), not `kernels`
+  gpu::Context& gpu() const { return use_default_context ? test::gpu() : test::context(kernels).impl(); }
+};
+
+
+inline double softplus(double x) { return x > 20 ? x : std::log1p(std::exp(x)); }
+
+// The paper's models as physical parameters (docs/reference-code.md §3.5, §9) on H heads of D dims, with
+// per-head noise jittered so heads differ. Names: M1, M2, M2.1 ... M2.7, RoPE, ALiBi, DecayedRoPE,
+// SCRoPE.
+inline AttentionParams model(const std::string& name, int H, int D, uint32_t seed = 3) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  AttentionParams p;
+  p.heads = H;
+  p.dim = D;
+  const bool m1 = name == "M1";
+  const int half = D / 2;
+  for (int h = 0; h < H; ++h) {
+    // SC bank: heads hold slices of one master bank (slow -> fast); M1: every head the RoPE bank.
+    double wmax = 0;
+    for (int k = 0; k < half; ++k) {
+      const double w = (m1 || name == "RoPE")
+                           ? std::pow(10000.0, -(double)k / half)
+                           : std::pow(10000.0, -(double)(H * half - 1 - half * h - k) / (H * half));
+      wmax = std::max(wmax, w);
+      p.omega.push_back(w);
+      p.omega.push_back(-w);
+    }
+    HeadParams hp;
+    const double mu0 = (h < std::max(1, H / 4)) ? 0.0 : 0.05 * wmax;
+    hp.mu = m1 ? mu0 * 5.0 / 511.0 : mu0;
+    hp.sigma2 = std::max(2.0 * 0.1 * mu0, 1e-6) * (1.0 + u(rng));
+    hp.s2t = softplus(0.1);
+    hp.eta2 = softplus(1.0) + 1e-5 + 0.2 * u(rng);
+    hp.gamma2 = softplus(1.0) + 1e-5 + 0.2 * u(rng);
+    hp.nu = D * softplus(4.0 + u(rng)) + 2 + 1e-5;
+    hp.kappa = (hp.nu + D) / D;
+    hp.tau = softplus(1.0) + 1e-5 + 0.3 * u(rng);
+    hp.lag_shift = softplus(0.0) + 0.2 * u(rng);
+    hp.gate_prior_log = 0.1 * u(rng);
+    hp.gate_scale_log = -2.0 + 0.5 * u(rng);
+    const double nu_g = D * (softplus(4.0) + 2 + 1e-5);
+    hp.gate_c = std::log(nu_g - 2.0 + 1e-5) - std::log(nu_g + 1e-5);
+    p.head.push_back(hp);
+  }
+  AttentionSwitches& sw = p.sw;
+  auto flat = [&] {
+    sw.additive_bias = AdditiveBias::none;
+    sw.precision = RobustPrecision::inv_sqrt_d;
+  };
+  auto pure_rotation = [&](bool keep_mu) {
+    for (auto& hp : p.head) {
+      if (!keep_mu) hp.mu = 0;
+      hp.sigma2 = 0;
+      hp.eta2 = 0;
+    }
+    sw.robust = false;
+    sw.full_residual = false;
+    flat();
+  };
+  if (name == "M1" || name == "M2") {
+  } else if (name == "M2.1") {
+    sw.robust = false;
+  } else if (name == "M2.2") {
+    for (auto& hp : p.head) hp.sigma2 = hp.eta2 = 0;
+    flat();
+  } else if (name == "M2.3") {
+    sw.precision = RobustPrecision::inv_sqrt_d;
+  } else if (name == "M2.4") {
+    sw.counter_rotate = false;
+  } else if (name == "M2.5") {
+    for (auto& w : p.omega) w = 0;
+  } else if (name == "M2.6" || name == "SCRoPE") {
+    pure_rotation(false);
+  } else if (name == "M2.7") {
+    sw.gate = true;
+  } else if (name == "RoPE") {
+    pure_rotation(false);
+    for (auto& hp : p.head) hp.lag_shift = 0;
+  } else if (name == "DecayedRoPE") {
+    pure_rotation(true);
+  } else if (name == "ALiBi") {
+    pure_rotation(false);
+    for (auto& w : p.omega) w = 0;
+    for (auto& hp : p.head) hp.sigma2 = 0.05 * (1 + u(rng)), hp.eta2 = 1.0;
+    sw.additive_bias = AdditiveBias::linear_lag;
+  } else {
+    FAIL("unknown model " << name);
+  }
+  return p;
+}
+
+inline std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+
+struct Inputs {
+  int B = 1, N = 1;
+  std::vector<float> q, k, v;  // [B*N, 2*H*D] half-split
+  std::vector<double> t;       // [B*N], empty: 0..N-1
+};
+
+inline Inputs make_inputs(const AttentionParams& p, int B, int N, uint32_t seed, int times /*0 uniform, 1 irregular, 2 ~1e6*/) {
+  Inputs in;
+  in.B = B;
+  in.N = N;
+  const size_t n = (size_t)B * N * 2 * p.heads * p.dim;
+  in.q = test::random_floats(n, seed, -1.f, 1.f);
+  in.k = test::random_floats(n, seed + 1, -1.f, 1.f);
+  in.v = test::random_floats(n, seed + 2, -1.f, 1.f);
+  if (times > 0) {
+    std::mt19937 rng(seed + 3);
+    std::uniform_real_distribution<double> gap(0.0, 2.5);
+    for (int b = 0; b < B; ++b) {
+      double t = times == 2 ? 1.0e6 + 0.37 * b : 0.25 * b;
+      for (int i = 0; i < N; ++i) {
+        in.t.push_back(t);
+        t += (i % 7 == 3) ? 0.0 : gap(rng);  // repeated timestamps too
+      }
+    }
+  }
+  return in;
+}
+
+struct GpuRun {
+  std::vector<float> out, row_max, row_sum, row_energy;
+};
+
+struct Fixture {
+  const AttentionParams& p;
+  const Inputs& in;
+  uint32_t cap;
+  AttentionPath path;
+  gpu::Context& g;
+  ops::AttentionWeightsGpu w;
+  ops::AttentionCache cache;
+  gpu::Buffer ts;
+  Fixture(const AttentionParams& p_, const Inputs& in_, uint32_t extra = 0, const AttentionPath& path_ = {})
+      : p(p_), in(in_), cap((uint32_t)in_.N + extra), path(path_), g(path_.gpu()) {
+    auto wr = ops::AttentionWeightsGpu::create(g, p);
+    REQUIRE_MESSAGE(wr.ok(), wr.status().to_string());
+    w = wr.take();
+    auto cr = ops::AttentionCache::create(g, (uint32_t)in.B, (uint32_t)p.heads, (uint32_t)p.dim, cap, "test cache", 0,
+                                          path.kv_f16);
+    REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
+    cache = cr.take();
+    std::vector<float> tf((size_t)in.B * cap * 2, 0.f);
+    for (int b = 0; b < in.B; ++b)
+      for (int i = 0; i < in.N; ++i) {
+        const double t = in.t.empty() ? (double)i : in.t[(size_t)b * in.N + i];
+        ops::split_timestamp(t, &tf[((size_t)b * cap + i) * 2], &tf[((size_t)b * cap + i) * 2 + 1]);
+      }
+    ts = up(tf);
+    if (path.lag_table) {
+      gpu::Recorder rec(g);
+      REQUIRE(rec.begin().ok());
+      Status st = ops::record_rfa_lag_table(g, rec, w, cache);
+      REQUIRE_MESSAGE(st.ok(), st.to_string());
+      st = rec.submit_and_wait();
+      REQUIRE_MESSAGE(st.ok(), st.to_string());
+    }
+  }
+  static gpu::Buffer up_on(gpu::Context& ctx, const std::vector<float>& x) {
+    auto b = ctx.upload_new(x, "test");
+    REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+    return b.take();
+  }
+  gpu::Buffer up(const std::vector<float>& x) { return up_on(g, x); }
+  std::vector<float> down(const gpu::Buffer& b, size_t floats) {
+    std::vector<float> out(floats);
+    Status st = g.download(b, out.data(), floats * 4);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    return out;
+  }
+  std::vector<float> rows(const std::vector<float>& x, int i0, int n) const {  // rows [i0, i0+n) of every batch row
+    const size_t W = 2 * (size_t)p.heads * p.dim;
+    std::vector<float> r;
+    for (int b = 0; b < in.B; ++b)
+      r.insert(r.end(), x.begin() + ((size_t)b * in.N + i0) * W, x.begin() + ((size_t)b * in.N + i0 + n) * W);
+    return r;
+  }
+  // Runs positions [0, N) in chunks of `chunk` new positions per call; returns out [B*N, 2HD].
+  GpuRun run(int chunk) {
+    const size_t W = 2 * (size_t)p.heads * p.dim;
+    std::vector<float> out((size_t)in.B * in.N * W);
+    for (int i0 = 0; i0 < in.N; i0 += chunk) {
+      const int n = std::min(chunk, in.N - i0);
+      gpu::Buffer q = up(rows(in.q, i0, n)), k = up(rows(in.k, i0, n)), v = up(rows(in.v, i0, n));
+      gpu::Buffer vn = up(std::vector<float>((size_t)in.B * n * W)), o = up(std::vector<float>((size_t)in.B * n * W));
+      gpu::Recorder rec(g);
+      REQUIRE(rec.begin().ok());
+      Status s = ops::record_rfa_attention(g, rec, w, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
+      REQUIRE_MESSAGE(s.ok(), s.to_string());
+      s = rec.submit_and_wait();
+      REQUIRE_MESSAGE(s.ok(), s.to_string());
+      const std::vector<float> part = down(o, (size_t)in.B * n * W);
+      for (int b = 0; b < in.B; ++b)
+        std::copy(part.begin() + (size_t)b * n * W, part.begin() + (size_t)(b + 1) * n * W,
+                  out.begin() + ((size_t)b * in.N + i0) * W);
+    }
+    GpuRun r;
+    r.out = out;
+    const size_t cells = (size_t)in.B * p.heads * cap;
+    r.row_max = down(cache.row_max, cells);
+    r.row_sum = down(cache.row_sum, cells);
+    r.row_energy = down(cache.row_energy, cells);
+    return r;
+  }
+  // [B][H][cap] -> [B][H][N]
+  std::vector<float> trim(const std::vector<float>& x) const {
+    std::vector<float> r;
+    for (size_t bh = 0; bh < (size_t)in.B * p.heads; ++bh) r.insert(r.end(), x.begin() + bh * cap, x.begin() + bh * cap + in.N);
+    return r;
+  }
+};
+
+inline ref::AttentionOutputs twin(const AttentionParams& p, const Inputs& in, bool matrices = false) {
+  const int rows = in.B * in.N;
+  auto Q = ref::split_complex(to_double(in.q), rows, p.heads, p.dim);
+  auto K = ref::split_complex(to_double(in.k), rows, p.heads, p.dim);
+  auto V = ref::split_complex(to_double(in.v), rows, p.heads, p.dim);
+  ref::AttentionOutputs o;
+  ref::AttentionOptions opt;
+  opt.want_matrices = matrices;
+  Status s = ref::attention(p, in.B, in.N, Q, K, V, in.t, &o, opt);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  return o;
+}
+
+// fp32 tolerance: logits of magnitude ~10 carry ~1e-6 relative error, so weights and outputs are
+// good to ~1e-5; 2e-4 abs-or-rel leaves margin for N = 2053-term sums.
+inline constexpr double kTol = 2e-4;
+
+inline void check_model(const AttentionParams& p, int B, int N, int times, int chunk = 1 << 30, uint32_t seed = 11,
+                        const AttentionPath& path = {}, double tol = kTol) {
+  CAPTURE(B);
+  CAPTURE(N);
+  CAPTURE(times);
+  CAPTURE(chunk);
+  CAPTURE(p.heads);
+  CAPTURE(p.dim);
+  const Inputs in = make_inputs(p, B, N, seed, times);
+  const ref::AttentionOutputs r = twin(p, in);
+  Fixture f(p, in, 0, path);
+  const GpuRun g = f.run(std::min(chunk, N));
+  CHECK_CLOSE_VEC(g.out, ref::pack_complex(r.est, B * N, p.heads, p.dim), tol, tol);
+  // Row statistics: compare the log-partition m + log l (m alone is the same max either way).
+  std::vector<float> lse;
+  const auto mx = f.trim(g.row_max), sm = f.trim(g.row_sum);
+  for (size_t k = 0; k < mx.size(); ++k) lse.push_back(mx[k] + std::log(sm[k]));
+  CHECK_CLOSE_VEC(lse, r.row_lse, tol * 10, tol);
+  if (p.sw.gate) CHECK_CLOSE_VEC(f.trim(g.row_energy), r.energy_lse, tol * 10, tol);
+}
+
+}  // namespace rfa::test

@@ -1,0 +1,284 @@
+// Every path of the fused attention kernel against the double-precision twin: shared-memory key
+// tiles or keys read from the cache, E/B/P from the integer-lag table or computed per pair,
+// split-k decode with its reduce pass, fp32 or fp16 K/V caches. Each path is forced through the
+// context's KernelOptions (lavapipe would otherwise take only its own choice), on off-tile shapes
+// (N in {1, 2, 61, 127, 1000, 2053}, D in {4, 8, 32, 64}, H in {1, 3, 8}, B in {1, 2}), uniform
+// and irregular timestamps. Plus: split-k == one pass, table == computed terms, probes over the
+// row statistics the split-k reduce writes, fp16 error bounds, and the tiling choice as data.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attention_support.hpp"
+#include "gpu/capabilities.hpp"
+#include "ops/rfa_attention.hpp"
+#include "ops/sdpa.hpp"
+#include "reference/attention_ref.hpp"
+
+using namespace rfa;
+using namespace rfa::test;
+
+namespace {
+
+AttentionPath path(int direct_kv, int lag_table, int split_k, bool kv_f16) {
+  AttentionPath p;
+  p.use_default_context = false;
+  p.kernels.attention_direct_kv = direct_kv;
+  p.kernels.attention_lag_table = lag_table;
+  p.kernels.attention_split_k = split_k;
+  p.kv_f16 = kv_f16;
+  p.lag_table = lag_table != 0;
+  return p;
+}
+
+std::string describe(const AttentionPath& p) {
+  return std::string(p.kernels.attention_direct_kv == 1 ? "direct" : "tiled") +
+         (p.lag_table ? " +table" : " computed") + " split " + std::to_string(p.kernels.attention_split_k) +
+         (p.kv_f16 ? " kv f16" : " kv f32");
+}
+
+// fp16 K/V: each stored component carries a relative rounding error of at most 2^-11 (4.9e-4).
+// Through the cross term (a sum of D products) and the softmax the outputs and log-partitions of
+// these unit-scale inputs move by a few times that: the bound below is 8 * 2^-11 = 3.9e-3, abs or
+// rel. Measured worst case over this suite on lavapipe: see the MESSAGE lines of the f16 case.
+constexpr double kTolF16 = 8.0 / 2048.0;
+
+struct Shape {
+  int B, H, D, N, times, chunk;
+};
+
+// The off-tile shapes, each with the call size that exercises it (decode steps reach split-k).
+const Shape kShapes[] = {
+    {1, 1, 4, 1, 0, 1},   {2, 3, 8, 2, 1, 1},    {1, 8, 32, 61, 0, 1},   {2, 3, 64, 127, 1, 3},
+    {1, 1, 8, 1000, 0, 4}, {1, 3, 4, 2053, 1, 2053}, {2, 1, 16, 127, 0, 127}};
+
+}  // namespace
+
+TEST_CASE("every kernel path matches the twin on off-tile shapes") {
+  const AttentionPath paths[] = {
+      path(1, 0, 0, false),  // CPU devices' path, every pair's terms computed
+      path(0, 1, 0, false),  // GPU tiles with the lag table
+      path(1, 1, 3, false),  // split-k in 3, keys from the cache
+      path(0, 0, 7, false),  // split-k in 7, tiles, computed terms
+  };
+  int k = 0;
+  for (const AttentionPath& ap : paths)
+    for (const Shape& s : kShapes) {
+      CAPTURE(describe(ap));
+      const char* name = (k++ % 3 == 0) ? "M2.7" : "M2";  // the gate (energy state) on some
+      check_model(model(name, s.H, s.D), s.B, s.N, s.times, s.chunk, 11, ap);
+    }
+}
+
+TEST_CASE("every switch on the split-k and table paths") {
+  for (const AttentionPath& ap : {path(0, 1, 4, false), path(1, 0, 2, false)})
+    for (int mask = 0; mask < 8; ++mask) {
+      AttentionParams p = model("M2", 3, 16, 17 + mask);
+      p.sw.causal = (mask & 1) == 0;
+      p.sw.complex_output_norm = (mask & 4) != 0;
+      p.sw.shift_rotation = mask != 3;
+      p.sw.gate = mask >= 5;
+      p.sw.counter_rotate = mask != 6;
+      p.sw.covariance = (Covariance)(mask % 4);
+      p.sw.additive_bias = (AdditiveBias)(mask % 3);
+      p.sw.precision = (RobustPrecision)((mask / 2) % 3);
+      CAPTURE(describe(ap));
+      CAPTURE(mask);
+      // Non-causal layers: one position (the only prefix a non-causal decode step equals the twin on).
+      check_model(p, 2, p.sw.causal ? 61 : 1, mask % 2, p.sw.causal ? 2 : 1, 11, ap);
+    }
+}
+
+TEST_CASE("split-k equals the single pass, and the lag table equals the computed terms") {
+  const AttentionParams p = model("M2.7", 3, 32);
+  const Inputs in = make_inputs(p, 2, 300, 5, 0);  // integer times: every pair can use the table
+  auto run = [&](const AttentionPath& ap) {
+    Fixture f(p, in, 0, ap);
+    GpuRun r = f.run(1);  // decode steps: split-k applies
+    r.row_max = f.trim(r.row_max);
+    r.row_sum = f.trim(r.row_sum);
+    r.row_energy = f.trim(r.row_energy);
+    return r;
+  };
+  const GpuRun one = run(path(0, 0, 1, false));
+  for (const AttentionPath& ap : {path(0, 0, 5, false), path(0, 0, 64, false), path(0, 1, 1, false)}) {
+    CAPTURE(describe(ap));
+    const GpuRun other = run(ap);
+    // Same fp32 arithmetic merged in a different order (split-k) or the same terms read from a
+    // table built by the same code: agreement to a few fp32 ulps of the result's scale.
+    CHECK_CLOSE_VEC(other.out, to_double(one.out), 1e-6, 1e-5);
+    CHECK_CLOSE_VEC(other.row_max, to_double(one.row_max), 1e-6, 1e-5);
+    CHECK_CLOSE_VEC(other.row_sum, to_double(one.row_sum), 1e-6, 1e-5);
+    CHECK_CLOSE_VEC(other.row_energy, to_double(one.row_energy), 1e-6, 1e-5);
+  }
+}
+
+TEST_CASE("fp16 K/V caches match the twin within the fp16 bound") {
+  double worst = 0;
+  for (const AttentionPath& ap : {path(1, 1, 0, true), path(0, 0, 5, true), path(0, 1, 0, true)})
+    for (const Shape& s : kShapes) {
+      if (s.N > 1000) continue;  // one long case below is enough for fp16
+      CAPTURE(describe(ap));
+      const AttentionParams p = model("M2", s.H, s.D);
+      check_model(p, s.B, s.N, s.times, s.chunk, 11, ap, kTolF16);
+      // The error actually measured, for the note and the docs.
+      const Inputs in = make_inputs(p, s.B, s.N, 11, s.times);
+      const ref::AttentionOutputs r = twin(p, in);
+      Fixture f(p, in, 0, ap);
+      const GpuRun g = f.run(s.chunk);
+      const auto want = ref::pack_complex(r.est, s.B * s.N, p.heads, p.dim);
+      for (size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::fabs(g.out[i] - want[i]) / (1.0 + std::fabs(want[i])));
+    }
+  check_model(model("M1", 1, 64), 1, 2053, 1, 2053, 11, path(0, 1, 0, true), kTolF16);
+  MESSAGE("fp16 K/V: worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst);
+  CHECK(worst > 0.0);  // the f16 path really rounds (an fp32 cache would agree to ~1e-6)
+  CHECK(worst <= kTolF16);
+}
+
+TEST_CASE("probes read the row statistics of split-k and fp16 runs") {
+  for (const AttentionPath& ap : {path(0, 1, 3, false), path(1, 0, 2, true)}) {
+    CAPTURE(describe(ap));
+    const AttentionParams p = model("M2", 3, 8);
+    const int N = 61;
+    const Inputs in = make_inputs(p, 2, N, 9, 1);
+    const ref::AttentionOutputs r = twin(p, in, true);
+    Fixture f(p, in, 0, ap);
+    f.run(1);
+    const double tol = ap.kv_f16 ? kTolF16 : 1e-4;
+    for (uint32_t b : {0u, 1u}) {
+      const uint32_t h = 2, r0 = 5, r1 = 61, c0 = 0, c1 = 61;
+      const size_t n = (size_t)(r1 - r0) * (c1 - c0);
+      gpu::Buffer ah = f.up(std::vector<float>(n)), aa = f.up(std::vector<float>(n));
+      gpu::Recorder rec(f.g);
+      REQUIRE(rec.begin().ok());
+      REQUIRE(ops::record_rfa_probe(f.g, rec, f.w, f.cache, f.ts, b, h, r0, r1, c0, c1, ah, aa).ok());
+      REQUIRE(rec.submit_and_wait().ok());
+      std::vector<double> ra, rb;
+      for (uint32_t i = r0; i < r1; ++i)
+        for (uint32_t j = c0; j < c1; ++j) {
+          const size_t idx = (((size_t)b * 3 + h) * N + i) * N + j;
+          ra.push_back(r.Ahat[idx]);
+          rb.push_back(r.A[idx]);
+        }
+      CHECK_CLOSE_VEC(f.down(ah, n), ra, 1e-5, tol);
+      CHECK_CLOSE_VEC(f.down(aa, n), rb, 1e-5, tol);
+    }
+  }
+}
+
+TEST_CASE("the SDPA yardstick on split-k and fp16 caches") {
+  const int B = 1, H = 3, D = 16, N = 130;
+  for (const AttentionPath& ap : {path(0, 0, 6, false), path(1, 0, 0, true)}) {
+    CAPTURE(describe(ap));
+    gpu::Context& g = ap.gpu();
+    auto cr = ops::AttentionCache::create(g, B, H, D, N, "sdpa cache", 0, ap.kv_f16);
+    REQUIRE(cr.ok());
+    ops::AttentionCache cache = cr.take();
+    // Fill q with fp32 values and k, v with values exactly representable in fp16 (multiples of
+    // 1/64 in [-1, 1]), so both caches hold the same numbers and the twin sees them exactly.
+    std::vector<float> q = random_floats((size_t)B * H * N * D * 2, 3), k = random_floats(q.size(), 4),
+                       v = random_floats(q.size(), 5);
+    for (auto* x : {&k, &v})
+      for (float& e : *x) e = std::round(e * 64.f) / 64.f;
+    auto upload_kv = [&](gpu::Buffer& dst, const std::vector<float>& x) {
+      if (!ap.kv_f16) {
+        REQUIRE(g.upload(dst, x.data(), x.size() * 4).ok());
+        return;
+      }
+      std::vector<uint32_t> packed(x.size() / 2);
+      auto half = [](float f) {  // exact for these values: multiples of 1/64 in [-1, 1]
+        if (f == 0.f) return (uint32_t)(std::signbit(f) ? 0x8000 : 0);
+        int e;
+        const float m = std::frexp(std::fabs(f), &e);  // f = m 2^e, m in [0.5, 1)
+        const uint32_t bits = ((uint32_t)(e - 1 + 15) << 10) | ((uint32_t)std::lround((m * 2 - 1) * 1024) & 0x3ff);
+        return bits | (f < 0 ? 0x8000u : 0u);
+      };
+      for (size_t i = 0; i < packed.size(); ++i) packed[i] = half(x[2 * i]) | (half(x[2 * i + 1]) << 16);
+      REQUIRE(g.upload(dst, packed.data(), packed.size() * 4).ok());
+    };
+    REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
+    upload_kv(cache.k, k);
+    upload_kv(cache.v, v);
+    // Decode the last 3 positions one at a time after a prefill of the rest.
+    const size_t W = 2 * (size_t)H * D;
+    std::vector<float> got;
+    for (int i0 = 0; i0 < N;) {
+      const int n = i0 == 0 ? N - 3 : 1;
+      gpu::Buffer o = Fixture::up_on(g, std::vector<float>((size_t)B * n * W));
+      gpu::Recorder rec(g);
+      REQUIRE(rec.begin().ok());
+      REQUIRE(ops::record_sdpa(g, rec, cache, o, (uint32_t)i0, (uint32_t)n, true, 0.f).ok());
+      REQUIRE(rec.submit_and_wait().ok());
+      std::vector<float> part((size_t)B * n * W);
+      REQUIRE(g.download(o, part.data(), part.size() * 4).ok());
+      got.insert(got.end(), part.begin(), part.end());
+      i0 += n;
+    }
+    // The twin: softmax(scale Re(conj(q) k)) v per head, causal, from the same cache contents.
+    const double scale = 1.0 / std::sqrt(2.0 * D);
+    std::vector<double> want(got.size());
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < N; ++i) {
+        auto at = [&](const std::vector<float>& x, int p, int d, int c) { return (double)x[(((size_t)h * N + p) * D + d) * 2 + c]; };
+        std::vector<double> lg((size_t)i + 1);
+        double mx = -1e300, sum = 0;
+        for (int j = 0; j <= i; ++j) {
+          double s = 0;
+          for (int d = 0; d < D; ++d) s += at(q, i, d, 0) * at(k, j, d, 0) + at(q, i, d, 1) * at(k, j, d, 1);
+          lg[(size_t)j] = s * scale;
+          mx = std::max(mx, lg[(size_t)j]);
+        }
+        for (double& x : lg) sum += (x = std::exp(x - mx));
+        for (int d = 0; d < D; ++d)
+          for (int c = 0; c < 2; ++c) {
+            double a = 0;
+            for (int j = 0; j <= i; ++j) a += lg[(size_t)j] * at(v, j, d, c);
+            want[(size_t)i * W + (size_t)c * H * D + (size_t)h * D + d] = a / sum;
+          }
+      }
+    CHECK_CLOSE_VEC(got, want, 2e-5, 2e-4);
+  }
+}
+
+TEST_CASE("the tiling is data: chosen from the device and the shape, with its reason") {
+  gpu::Capabilities gpu_caps;
+  gpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  gpu_caps.subgroup_size = 32;
+  gpu_caps.max_workgroup_invocations = 1024;
+  gpu_caps.max_shared_memory = 49152;
+  gpu::Capabilities cpu_caps = gpu_caps;
+  cpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  cpu_caps.subgroup_size = 8;
+  const KernelOptions none;
+  // Decode at long context on a GPU: the keys split until about 512 workgroups run.
+  auto t = ops::choose_attention_tiling(gpu_caps, none, 1, 32, 8, 65536);
+  CHECK(t.splits == 64);
+  CHECK(t.groups_x == 64);
+  CHECK(!t.direct_kv);
+  CHECK(t.lag_table);
+  CHECK(t.why.find("split-k") != std::string::npos);
+  // Short context: at least 256 keys per split.
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, 1, 32, 8, 1024).splits == 4);
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, 1, 32, 8, 300).splits == 1);
+  // Prefill (many rows) and a wide batch: no split.
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 65536).splits == 1);
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, 1, 32, 64 * 8, 65536).splits == 1);
+  // CPU devices keep their path: keys from the cache, no split.
+  t = ops::choose_attention_tiling(cpu_caps, none, 1, 32, 8, 65536);
+  CHECK(t.splits == 1);
+  CHECK(t.direct_kv);
+  CHECK(t.why.rfind("CPU device", 0) == 0);
+  // Overrides win, within the cache's partial-state budget.
+  KernelOptions forced;
+  forced.attention_split_k = 9;
+  forced.attention_lag_table = 0;
+  t = ops::choose_attention_tiling(cpu_caps, forced, 2, 32, 8, 64);
+  CHECK(t.splits == 9);
+  CHECK(!t.lag_table);
+  forced.attention_split_k = 1000;
+  CHECK(ops::choose_attention_tiling(cpu_caps, forced, 1, 32, 8, 64).splits == 64);
+  CHECK(ops::choose_attention_tiling(cpu_caps, forced, 8, 32, 8, 64).splits == 1);  // more rows than split-k takes
+}
