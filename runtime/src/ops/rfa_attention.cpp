@@ -6,18 +6,13 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "rfa_head_table.h"
 
 namespace rfa::ops {
 
 namespace {
 
-// Offsets of the per-head table; must match HP_* in shaders/common/rfa_lag_kernels.glsl.
-enum HeadTable : uint32_t {
-  kMu = 0, kSigma2, kS2t, kEta2, kGamma2, kNu, kKappa, kTau, kShift, kCExp, kBetaExp, kAPer, kBPer, kOmegaPer,
-  kGatePrior, kGateScaleExp, kGateC, kBrownian, kMinExp, kMaxExp, kCovFloor, kInvSqrtD, kInvTwoMu, kLinCoef,
-  kColR, kColRSmall, kColRsq, kColRsqSmall,
-  kHeadStride = 32,
-};
+using namespace shader;  // the per-head table's offsets (kMu, ..., kHeadStride): rfa_head_table.h
 // |mu| below this selects the Brownian (L'Hôpital) branch (reference epsilon, docs/reference-code.md §4.3).
 constexpr double kBrownianMu = 1e-5;
 
