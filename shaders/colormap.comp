@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Colour-maps a probed rectangle of attention weights into packed RGBA8 pixels (one uint per
 // pixel, R in the low byte: the byte order of VK_FORMAT_R8G8B8A8_UNORM), later copied into the
 // heatmap image. The view [vr0, vr1) x [vc0, vc1) is stretched over W x H pixels; a pixel shows
@@ -11,11 +12,8 @@ layout(local_size_x = 8, local_size_y = 8) in;
 layout(std430, binding = 0) readonly buffer Vb { float vals[]; };  // [prows, pcols]
 layout(std430, binding = 1) writeonly buffer Ob { uint pixels[]; };  // [H, W]
 
-layout(push_constant) uniform Push {
-  uint W, H, vr0, vr1, vc0, vc1, pr0, pr1, pc0, pc1, causal, log_scale;
-  float vmax, decades;
-  uint masked_color, pending_color;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { ColormapPush pc; };
 
 // The viridis colour scale as a piecewise-linear ramp through its colours at t = 0, 0.1, ..., 1
 // (rfa::heatmap_color in heatmap.cpp holds the same table; keep them equal).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
 #include "rfa_head_table.h"
 
 namespace rfa::ops {
@@ -238,7 +239,7 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   // constant_id 0: D, 1: IN_NORM
   gpu::SpecConstants spec;
   spec.u32(D).flag(p.sw.complex_input_norm);
-  auto pipe = ctx.pipelines().get("rfa_rotate", 13, 16, spec);
+  auto pipe = ctx.pipelines().get<RotatePush>("rfa_rotate", spec);
   if (!pipe) return pipe.status();
   struct {
     uint32_t batch, n_new, capacity, heads;
@@ -272,7 +273,7 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
       .flag(sw.causal).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
       .flag(sw.robust).flag(sw.full_residual).flag(sw.counter_rotate).flag(sw.shift_rotation).flag(sw.gate)
       .flag(sw.complex_output_norm).flag(t.direct_kv);
-  auto pipe = ctx.pipelines().get("rfa_attention", 16, 20, spec);
+  auto pipe = ctx.pipelines().get<AttentionPush>("rfa_attention", spec);
   if (!pipe) return pipe.status();
   struct {
     uint32_t n_new, capacity, heads, window;
@@ -305,7 +306,7 @@ Status record_timestamp_append(gpu::Context& ctx, gpu::Recorder& rec, const gpu:
   if (!span.positions) return make_error(Code::invalid_argument, "timestamp append: the span needs its positions buffer");
   RFA_TRY(check_size(new_times, (uint64_t)batch * span.n_new * 8, "new timestamps"));
   RFA_TRY(check_size(timestamps, (uint64_t)batch * capacity * 8, "timestamps"));
-  auto pipe = ctx.pipelines().get("ring_append", 3, 16);
+  auto pipe = ctx.pipelines().get<RingAppendPush>("ring_append");
   if (!pipe) return pipe.status();
   struct {
     uint32_t batch, n_new, capacity, width;

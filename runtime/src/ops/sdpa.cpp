@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
 
 namespace rfa::ops {
 
@@ -23,12 +24,10 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
   spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
       .flag(causal).flag(t.direct_kv);
-  auto pipe = ctx.pipelines().get("sdpa", 7, 20, spec);
+  auto pipe = ctx.pipelines().get<shader::AttentionPush>("sdpa", spec);
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t n_new, capacity, heads, window;
-    float scale;
-  } push{n_new, cache.capacity, H, cache.window, scale > 0.f ? scale : (float)(1.0 / std::sqrt(2.0 * D))};
+  const shader::AttentionPush push{n_new, cache.capacity, H, cache.window,
+                                   scale > 0.f ? scale : (float)(1.0 / std::sqrt(2.0 * D))};
   rec.dispatch(**pipe,
                {gpu::in(cache.q), gpu::in(cache.k), gpu::in(cache.v), gpu::out(out), gpu::inout(cache.row_max),
                 gpu::inout(cache.row_sum), gpu::in(**positions)},

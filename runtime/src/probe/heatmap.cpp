@@ -11,6 +11,7 @@
 #include "gpu/pipeline.hpp"
 #include "gpu/vk_check.hpp"
 #include "probe/heatmap_render.hpp"
+#include "push_layouts.h"
 
 namespace rfa {
 
@@ -35,11 +36,7 @@ struct Heatmap::Impl {
 
 namespace {
 
-struct ColormapPush {
-  uint32_t W, H, vr0, vr1, vc0, vc1, pr0, pr1, pc0, pc1, causal, log_scale;
-  float vmax, decades;
-  uint32_t masked_color, pending_color;
-};
+using shader::ColormapPush;
 
 // Layout transition of the whole colour image, with the stages and accesses on both sides.
 void image_barrier(VkCommandBuffer cb, VkImage image, VkImageLayout from, VkImageLayout to, VkPipelineStageFlags src_stage,
@@ -214,7 +211,7 @@ Result<gpu::Recorder*> record_heatmap(gpu::Context& g, Heatmap& map, const Heatm
   const uint64_t cells = probed ? (uint64_t)(pr1 - pr0) * (uint64_t)(pc1 - pc0) : 1;
   RFA_TRY(ensure(g, M.ahat, cells * 4, "heatmap probe Ahat"));
   RFA_TRY(ensure(g, M.a, cells * 4, "heatmap probe A"));
-  auto pipe = g.pipelines().get("colormap", 2, sizeof(ColormapPush));
+  auto pipe = g.pipelines().get<ColormapPush>("colormap");
   if (!pipe) return pipe.status();
 
   // One recording: probe -> colour map -> the image (moved to TRANSFER_DST and back around the
