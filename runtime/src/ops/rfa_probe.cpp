@@ -1,8 +1,9 @@
 // The viewer's readouts of an RFA layer: exact attention rectangles, row diagnostics and curves.
+#include "ops/rfa_probe.hpp"
+
 #include <string>
 
 #include "gpu/pipeline.hpp"
-#include "ops/rfa_attention.hpp"
 #include "model/physics.hpp"
 #include "push_layouts.h"
 
