@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gpu/spirv_reflect.hpp"
@@ -53,6 +54,7 @@ class PipelineCache {
   // caller passes to Recorder::dispatch (a shared layout from shaders/common/*.h where there is one).
   template <class Push>
   Result<const Pipeline*> get(const char* shader, const SpecConstants& spec = {}) {
+    static_assert(std::is_trivially_copyable_v<Push>, "push constants are copied as bytes");
     return get_sized(shader, (uint32_t)sizeof(Push), spec);
   }
   // For a shader without push constants.
