@@ -1,9 +1,10 @@
 # Compiles every shaders/*.comp to Vulkan 1.1 SPIR-V at build time, validates it with spirv-val,
 # and embeds it as uint32_t arrays in an object library (compiled into librfa.a and librfa.so) with a lookup by name (gpu/shader_registry.hpp).
-# A shader is rebuilt when it or any shaders/common/*.glsl include changes.
+# A shader is rebuilt when it or any shaders/common/*.glsl or *.h include changes (the .h files are
+# the layouts the runtime's C++ includes too: shaders/common/push_layouts.h, rfa_head_table.h).
 function(rfa_add_shaders target shader_dir)
   file(GLOB comps CONFIGURE_DEPENDS ${shader_dir}/*.comp)
-  file(GLOB includes CONFIGURE_DEPENDS ${shader_dir}/common/*.glsl)
+  file(GLOB includes CONFIGURE_DEPENDS ${shader_dir}/common/*.glsl ${shader_dir}/common/*.h)
   set(out_dir ${CMAKE_BINARY_DIR}/shaders)
   file(MAKE_DIRECTORY ${out_dir})
   set(headers "")

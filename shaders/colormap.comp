@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Colour-maps a probed rectangle of attention weights into packed RGBA8 pixels (one uint per
 // pixel, R in the low byte: the byte order of VK_FORMAT_R8G8B8A8_UNORM), later copied into the
 // heatmap image. The view [vr0, vr1) x [vc0, vc1) is stretched over W x H pixels; a pixel shows
@@ -11,32 +12,18 @@ layout(local_size_x = 8, local_size_y = 8) in;
 layout(std430, binding = 0) readonly buffer Vb { float vals[]; };  // [prows, pcols]
 layout(std430, binding = 1) writeonly buffer Ob { uint pixels[]; };  // [H, W]
 
-layout(push_constant) uniform Push {
-  uint W, H, vr0, vr1, vc0, vc1, pr0, pr1, pc0, pc1, causal, log_scale;
-  float vmax, decades;
-  uint masked_color, pending_color;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { ColormapPush pc; };
 
-// The viridis colour scale as a piecewise-linear ramp through its colours at t = 0, 0.1, ..., 1
-// (rfa::heatmap_color in heatmap.cpp holds the same table; keep them equal).
-const vec3 RAMP[11] = vec3[11](
-    vec3(0.267, 0.005, 0.329),
-    vec3(0.283, 0.141, 0.458),
-    vec3(0.254, 0.265, 0.530),
-    vec3(0.207, 0.372, 0.553),
-    vec3(0.164, 0.471, 0.558),
-    vec3(0.128, 0.567, 0.551),
-    vec3(0.135, 0.659, 0.518),
-    vec3(0.208, 0.719, 0.473),
-    vec3(0.478, 0.821, 0.318),
-    vec3(0.741, 0.873, 0.150),
-    vec3(0.993, 0.906, 0.144));
+#include "viridis_ramp.h"
+
+vec3 ramp(int i) { return vec3(kViridisRamp[3 * i], kViridisRamp[3 * i + 1], kViridisRamp[3 * i + 2]); }
 
 vec3 viridis(float t) {
   const float x = clamp(t, 0.0, 1.0) * 10.0;
   const int i = min(int(x), 9);
   const float f = x - float(i);
-  return RAMP[i] + f * (RAMP[i + 1] - RAMP[i]);
+  return ramp(i) + f * (ramp(i + 1) - ramp(i));
 }
 
 uint pack(vec3 c) {

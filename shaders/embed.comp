@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Token embedding lookup: y[r, :] = table[ids[r], :]. Ids were range-checked on the host.
 layout(local_size_x = 64) in;
 
@@ -6,9 +7,8 @@ layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
 layout(std430, binding = 1) readonly buffer Table { float table[]; };
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 
-layout(push_constant) uniform Push {
-  uint rows, dim;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { EmbedPush pc; };
 
 void main() {
   const uint r = gl_WorkGroupID.y;

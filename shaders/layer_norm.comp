@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // LayerNorm (or RMSNorm) over the last dimension: one workgroup per row.
 // LayerNorm: y = (x - mean) / sqrt(var + eps) * w + b, with the population variance (PyTorch).
 // RMSNorm:   y = x / sqrt(mean(x^2) + eps) * w.
@@ -13,11 +14,8 @@ layout(std430, binding = 1) readonly buffer Wt { float w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 
-layout(push_constant) uniform Push {
-  uint rows, D;
-  float eps;
-  uint has_bias;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { NormPush pc; };
 
 shared float red[64];
 

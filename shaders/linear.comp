@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // y[M, N] = x[M, K] W[N, K]^T + b[N]   (PyTorch nn.Linear), optionally ReLU, optionally y += ...
 // 16x16 threads, each computes a 4x4 block of a 64x64 output tile; K streams through shared
 // memory in slabs of 16. Shared tiles are stored k-major with a +4 pad so the inner loop reads
@@ -13,10 +14,8 @@ layout(std430, binding = 1) readonly buffer Wt { float w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) buffer Y { float y[]; };
 
-layout(push_constant) uniform Push {
-  uint M, N, K;
-  uint has_bias;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { LinearPush pc; };
 
 const uint TILE = 64;
 const uint BK = 16;

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Linear without shared memory, for CPU Vulkan devices (lavapipe): each invocation computes a 4x4
 // block of y straight from x and W, 4 floats of K at a time. There, workgroup barriers cost a
 // coroutine switch per invocation and "global" memory is the CPU cache anyway; measured with
@@ -18,10 +19,8 @@ layout(std430, binding = 1) readonly buffer Wt { float w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) buffer Y { float y[]; };
 
-layout(push_constant) uniform Push {
-  uint M, N, K;
-  uint has_bias;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { LinearPush pc; };
 
 void main() {
   const uint c0 = gl_GlobalInvocationID.x * 4, r0 = gl_GlobalInvocationID.y * RB;

@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Linear for few rows (decode steps): y[M, N] = x[M, K] W[N, K]^T + b. One workgroup of 64
 // threads per (row, 4 outputs): the 64 threads stride over K, reading W rows contiguously, and
 // reduce in shared memory. The 64x64 tiled kernel would waste 63/64 of its work at M = 1.
@@ -12,10 +13,8 @@ layout(std430, binding = 1) readonly buffer Wt { float w[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) buffer Y { float y[]; };
 
-layout(push_constant) uniform Push {
-  uint M, N, K;
-  uint has_bias;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { LinearPush pc; };
 
 const uint OUTS = 4;
 shared float red[OUTS][64];

@@ -15,9 +15,8 @@ layout(std430, binding = 1) writeonly buffer Ob { vec4 table[]; };
 
 #include "rfa_lag_kernels.glsl"
 
-layout(push_constant) uniform Push {
-  uint n_lags, heads;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { CurvesPush pc; };
 
 void main() {
   const uint gid = gl_GlobalInvocationID.x;

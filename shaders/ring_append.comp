@@ -1,4 +1,5 @@
 #version 450
+#extension GL_GOOGLE_include_directive : require
 // Appends a call's new items to a ring: src [B, n_new, width] floats -> dst [B, capacity, width] at
 // slot (pos0 + i) % capacity, pos0 read from the span buffer at run time (so a recorded command
 // buffer serves every step of a stream). Sessions append each step's timestamps this way.
@@ -8,9 +9,8 @@ layout(std430, binding = 0) readonly buffer Pb { uint pos0; uint kv_len; } span;
 layout(std430, binding = 1) readonly buffer Sb { float src[]; };
 layout(std430, binding = 2) writeonly buffer Db { float dst[]; };
 
-layout(push_constant) uniform Push {
-  uint batch, n_new, capacity, width;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { RingAppendPush pc; };
 
 void main() {
   const uint gid = gl_GlobalInvocationID.x;

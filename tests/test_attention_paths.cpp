@@ -14,6 +14,7 @@
 #include "attention_support.hpp"
 #include "gpu/capabilities.hpp"
 #include "ops/rfa_attention.hpp"
+#include "ops/rfa_probe.hpp"
 #include "ops/sdpa.hpp"
 #include "reference/attention_ref.hpp"
 

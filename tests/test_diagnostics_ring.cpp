@@ -13,6 +13,7 @@
 #include "diagnostics_support.hpp"
 #include "model_factory.hpp"
 #include "ops/rfa_attention.hpp"
+#include "ops/rfa_probe.hpp"
 #include "ops/rfa_tomography.hpp"
 #include "probe/dot_product_head.hpp"
 #include "reference/attention_ref.hpp"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/rfa_attention.hpp"
+#include "ops/rfa_probe.hpp"
 #include "ops/sdpa.hpp"
 #include "reference/attention_ref.hpp"
 #include "reference/ops_ref.hpp"

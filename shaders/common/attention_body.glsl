@@ -102,14 +102,8 @@ layout(std430, binding = 17) buffer PartB { float part[]; };           // split-
 #include "rfa_logit.glsl"
 #endif
 
-layout(push_constant) uniform Push {
-  uint n_new;     // query rows per batch row in this call
-  uint capacity;  // cache slots per (batch row, head)
-  uint heads;
-  uint window;    // 0: every earlier key; W: the last W keys of each query (causal only)
-  float scale;    // SDPA only: logit = scale Re(conj(q) k)
-  uint table_lags;  // RFA: lags [0, table_lags) read from lag_tab; 0: every pair takes lag_terms()
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { AttentionPush pc; };
 
 // A split's partial state: m, l, energy m, energy l, then acc[D] (unnormalised, fp32).
 const uint PART_STRIDE = 4 + 2 * D;

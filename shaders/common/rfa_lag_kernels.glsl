@@ -1,17 +1,11 @@
 // The per-lag scalar kernels of one head (docs/reference-code.md §4.2-§5.2): decay E, covariance Vcov,
 // additive bias B and precision P, selected by the COV / BIAS / PREC specialization constants that
 // the including shader declares. The head's numbers come from the per-head table written by
-// ops/rfa_attention.cpp (the HP_* offsets below must match kHeadTable there).
+// ops/rfa_attention.cpp at the offsets of common/rfa_head_table.h.
 #ifndef RFA_LAG_KERNELS_GLSL
 #define RFA_LAG_KERNELS_GLSL
 
-const uint HP_STRIDE = 32;
-const uint HP_MU = 0, HP_SIGMA2 = 1, HP_S2T = 2, HP_ETA2 = 3, HP_GAMMA2 = 4, HP_NU = 5, HP_KAPPA = 6,
-           HP_TAU = 7, HP_SHIFT = 8, HP_C_EXP = 9, HP_BETA_EXP = 10, HP_A_PER = 11, HP_B_PER = 12,
-           HP_OMEGA_PER = 13, HP_GATE_PRIOR = 14, HP_GATE_SCALE_EXP = 15, HP_GATE_C = 16,
-           HP_BROWNIAN = 17, HP_MIN_EXP = 18, HP_MAX_EXP = 19, HP_COV_FLOOR = 20, HP_INV_SQRT_D = 21,
-           HP_INV_TWO_MU = 22, HP_LIN_COEF = 23, HP_COL_R = 24, HP_COL_R_SMALL = 25, HP_COL_RSQ = 26,
-           HP_COL_RSQ_SMALL = 27;
+#include "rfa_head_table.h"
 
 struct Head {
   float mu, sigma2, s2t, eta2, gamma2, nu, kappa, tau, shift;
@@ -24,18 +18,18 @@ struct Head {
 };
 
 Head load_head(uint h) {
-  const uint o = h * HP_STRIDE;
+  const uint o = h * kHeadStride;
   Head p;
-  p.mu = hp[o + HP_MU]; p.sigma2 = hp[o + HP_SIGMA2]; p.s2t = hp[o + HP_S2T]; p.eta2 = hp[o + HP_ETA2];
-  p.gamma2 = hp[o + HP_GAMMA2]; p.nu = hp[o + HP_NU]; p.kappa = hp[o + HP_KAPPA]; p.tau = hp[o + HP_TAU];
-  p.shift = hp[o + HP_SHIFT]; p.c_exp = hp[o + HP_C_EXP]; p.a_per = hp[o + HP_A_PER];
-  p.b_per = hp[o + HP_B_PER]; p.omega_per = hp[o + HP_OMEGA_PER]; p.gate_prior = hp[o + HP_GATE_PRIOR];
-  p.gate_scale_exp = hp[o + HP_GATE_SCALE_EXP]; p.gate_c = hp[o + HP_GATE_C];
-  p.brownian = hp[o + HP_BROWNIAN] != 0.0; p.min_exp = hp[o + HP_MIN_EXP]; p.max_exp = hp[o + HP_MAX_EXP];
-  p.cov_floor = hp[o + HP_COV_FLOOR]; p.inv_sqrt_d = hp[o + HP_INV_SQRT_D];
-  p.inv_two_mu = hp[o + HP_INV_TWO_MU]; p.lin_coef = hp[o + HP_LIN_COEF]; p.col_r = hp[o + HP_COL_R];
-  p.col_r_small = hp[o + HP_COL_R_SMALL] != 0.0; p.col_rsq = hp[o + HP_COL_RSQ];
-  p.col_rsq_small = hp[o + HP_COL_RSQ_SMALL] != 0.0;
+  p.mu = hp[o + kMu]; p.sigma2 = hp[o + kSigma2]; p.s2t = hp[o + kS2t]; p.eta2 = hp[o + kEta2];
+  p.gamma2 = hp[o + kGamma2]; p.nu = hp[o + kNu]; p.kappa = hp[o + kKappa]; p.tau = hp[o + kTau];
+  p.shift = hp[o + kShift]; p.c_exp = hp[o + kCExp]; p.a_per = hp[o + kAPer];
+  p.b_per = hp[o + kBPer]; p.omega_per = hp[o + kOmegaPer]; p.gate_prior = hp[o + kGatePrior];
+  p.gate_scale_exp = hp[o + kGateScaleExp]; p.gate_c = hp[o + kGateC];
+  p.brownian = hp[o + kBrownian] != 0.0; p.min_exp = hp[o + kMinExp]; p.max_exp = hp[o + kMaxExp];
+  p.cov_floor = hp[o + kCovFloor]; p.inv_sqrt_d = hp[o + kInvSqrtD];
+  p.inv_two_mu = hp[o + kInvTwoMu]; p.lin_coef = hp[o + kLinCoef]; p.col_r = hp[o + kColR];
+  p.col_r_small = hp[o + kColRSmall] != 0.0; p.col_rsq = hp[o + kColRsq];
+  p.col_rsq_small = hp[o + kColRsqSmall] != 0.0;
   return p;
 }
 

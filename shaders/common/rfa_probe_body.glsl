@@ -32,10 +32,8 @@ layout(std430, binding = 9) writeonly buffer O1 { float out1[]; };  // A [rows, 
 #include "rfa_lag_kernels.glsl"
 #include "rfa_logit.glsl"
 
-layout(push_constant) uniform Push {
-  uint b, h, r0, r1, c0, c1, capacity, heads, filled, window;
-  float thr0, thr1, thr2, thr3;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { ProbePush pc; };
 
 uint slot_of(uint p) { return p < pc.capacity ? p : p % pc.capacity; }
 uint first_key(uint i) { return (pc.window > 0 && i + 1 > pc.window) ? i + 1 - pc.window : 0; }
@@ -93,7 +91,7 @@ void main() {
     const uint kbeg = CAUSAL ? first_key(i) : 0;
     float ent = 0.0, mx = 0.0, el = 0.0;
     vec4 beyond = vec4(0.0);
-    const vec4 thr = vec4(pc.thr0, pc.thr1, pc.thr2, pc.thr3);
+    const vec4 thr = vec4(pc.thr[0], pc.thr[1], pc.thr[2], pc.thr[3]);
     for (uint j = kbeg; j < kend; ++j) {
       const Weight w = weight(P, base, i, j, ti, qn, m, l);
       if (w.ahat > 0.0) ent -= w.ahat * (w.logit - m - log_l);

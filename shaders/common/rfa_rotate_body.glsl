@@ -25,9 +25,8 @@ layout(std430, binding = 10) writeonly buffer KNb { float k_norm2[]; };
 layout(std430, binding = 11) writeonly buffer VNb { float v_norm[]; };
 layout(std430, binding = 12) readonly buffer Pb { uint pos0; uint kv_len; } span;
 
-layout(push_constant) uniform Push {
-  uint batch, n_new, capacity, heads;
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { RotatePush pc; };
 
 float proj(uint which, uint idx) {
   return which == 0 ? q_proj[idx] : (which == 1 ? k_proj[idx] : v_proj[idx]);

@@ -50,12 +50,8 @@ layout(std430, binding = 7) writeonly buffer Pb { float p_out[]; };  // MODE 1: 
 #include "rfa_lag_kernels.glsl"
 #include "rfa_logit.glsl"
 
-layout(push_constant) uniform Push {
-  uint b, h, r0, r1, c0, c1, capacity, heads, filled, window;
-  float alpha;
-  uint decayed;
-  uint row_base;  // MODE 0: the first row of this dispatch is r0 + row_base (dispatches of <= 65535 rows)
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { TomographyPush pc; };
 
 uint slot_of(uint p) { return p < pc.capacity ? p : p % pc.capacity; }
 uint first_key(uint i) { return (pc.window > 0 && i + 1 > pc.window) ? i + 1 - pc.window : 0; }

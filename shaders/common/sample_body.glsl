@@ -53,12 +53,8 @@ layout(std430, binding = 1) readonly buffer Params {
 } prm;
 layout(std430, binding = 2) writeonly buffer Tokens { uint tokens[]; };
 
-layout(push_constant) uniform Push {
-  uint rows, V;
-  uint logits_offset;  // floats
-  uint row_stride;     // floats between rows
-  uint out_offset;     // token ids
-} pc;
+#include "push_layouts.h"
+layout(push_constant) uniform Push { SamplePush pc; };
 
 const uint BINS = 256;
 const uint NONE = 0xFFFFFFFFu;

@@ -259,338 +259,439 @@ void print_summary_json(const Model& m, const ModelInfo& info) {
 // The context outlives run() so that main can report validation messages seen during the run.
 std::unique_ptr<Context> g_ctx;
 
-int run(int argc, char** argv) {
-  Args a;
-  if (int rc = parse(argc, argv, a); rc >= 0) return rc;
-  if (a.version) {
-    std::printf("rfa-run %s\n", rfa::version());
-    return 0;
-  }
-  if (a.list_devices) {
-    auto devs = list_devices();
-    if (!devs) return fail(devs.status());
-    if (a.json) {
-      std::printf("[");
-      for (size_t i = 0; i < devs->size(); ++i) {
-        const DeviceInfo& d = (*devs)[i];
-        std::printf("%s{\"index\":%d,\"name\":\"%s\",\"type\":\"%s\",\"driver\":\"%s\",\"api\":\"%s\",\"compute\":%s}",
-                    i ? "," : "", d.index, json_escape(d.name).c_str(), d.type.c_str(), json_escape(d.driver).c_str(),
-                    d.api.c_str(), d.has_compute_queue ? "true" : "false");
-      }
-      std::printf("]\n");
-    } else {
-      for (const DeviceInfo& d : *devs)
-        std::printf("%d: %s (%s), Vulkan %s, %s%s\n", d.index, d.name.c_str(), d.type.c_str(), d.api.c_str(),
-                    d.driver.c_str(), d.has_compute_queue ? "" : " [no compute queue]");
-    }
-    return 0;
-  }
+namespace {
 
+// run()'s steps return kGoOn to let it continue, or the exit code to stop with (as parse() does).
+constexpr int kGoOn = -1;
+
+using DumpPairs = std::vector<std::pair<int, int>>;
+
+// --list-devices: one line per device, or a JSON array.
+int print_devices(bool json) {
+  auto devs = list_devices();
+  if (!devs) return fail(devs.status());
+  if (json) {
+    std::printf("[");
+    for (size_t i = 0; i < devs->size(); ++i) {
+      const DeviceInfo& d = (*devs)[i];
+      std::printf("%s{\"index\":%d,\"name\":\"%s\",\"type\":\"%s\",\"driver\":\"%s\",\"api\":\"%s\",\"compute\":%s}",
+                  i ? "," : "", d.index, json_escape(d.name).c_str(), d.type.c_str(), json_escape(d.driver).c_str(),
+                  d.api.c_str(), d.has_compute_queue ? "true" : "false");
+    }
+    std::printf("]\n");
+  } else {
+    for (const DeviceInfo& d : *devs)
+      std::printf("%d: %s (%s), Vulkan %s, %s%s\n", d.index, d.name.c_str(), d.type.c_str(), d.api.c_str(),
+                  d.driver.c_str(), d.has_compute_queue ? "" : " [no compute queue]");
+  }
+  return 0;
+}
+
+// Creates g_ctx on first use: only the modes that touch the device pay for it.
+int need_context(const Args& a) {
+  if (g_ctx) return kGoOn;
   ContextOptions copts;
   copts.device = a.device;
   copts.kernels = kernel_options_from_environment();
-  std::unique_ptr<Context>& ctx = g_ctx;
-  auto need_ctx = [&]() -> int {
-    if (ctx) return 0;
-    auto c = Context::create(copts);
-    if (!c) return fail(c.status());
-    ctx = c.take();
-    return 0;
-  };
-  if (a.self_check) {
-    if (int rc = need_ctx()) return rc;
-    return run_self_check(*ctx, a.json);
-  }
+  auto c = Context::create(copts);
+  if (!c) return fail(c.status());
+  g_ctx = c.take();
+  return kGoOn;
+}
 
-  // ---- the model ------------------------------------------------------------------------------
-  const bool default_model_used = a.model.empty();
-  std::string dir = default_model_used ? default_model() : a.model;
+// The model folder, loaded, with what the later steps read from it.
+struct Loaded {
+  std::string dir;
+  std::shared_ptr<const Model> model;
+  ModelInfo info;
+  double load_ms = 0;
+};
+
+// Loads --model (or the bundled default) and prints --summary.
+int load(const Args& a, Loaded& out) {
+  out.dir = a.model.empty() ? default_model() : a.model;
   auto t_load = std::chrono::steady_clock::now();
-  auto model = load_model_dir(dir);
+  auto model = load_model_dir(out.dir);
   if (!model) return fail(model.status(), 3);
-  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
-  const Model& m = **model;
-  ModelInfo info = model_info(m);
-  const bool is_lm = info.architecture == "lm";
-  if (a.summary && !a.json) std::printf("%s\n", model_summary(m).c_str());
-  if (a.summary && a.json) print_summary_json(m, info);
+  out.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_load).count();
+  out.model = *model;
+  out.info = model_info(*out.model);
+  if (a.summary && !a.json) std::printf("%s\n", model_summary(*out.model).c_str());
+  if (a.summary && a.json) print_summary_json(*out.model, out.info);
+  return kGoOn;
+}
 
-  const bool no_input = a.prompt.empty() && a.tokens.empty() && a.signal.empty();
-  if (no_input && a.summary) return 0;
-  if (no_input) {
-    if (info.architecture == "signal" && info.d_in == 2) {
-      if (!a.cpu)
-        if (int rc = need_ctx()) return rc;
-      return run_spiral_demo(ctx.get(), *model, a.json, a.cpu);
-    }
-    return usage_error("no input: give --prompt, --tokens or --signal");
-  }
-
-  // ---- inputs ---------------------------------------------------------------------------------
+// The input sequences, read and checked against the model.
+struct Input {
   int B = 1, N = 0;
-  std::vector<int64_t> ids;
-  std::vector<float> values;
-  std::unique_ptr<Tokenizer> tok;
-  if (is_lm) {
-    if (!a.signal.empty()) return fail(Status(Code::input_error, "--signal given, but this is a language model (use --prompt or --tokens)"));
-    if (!a.prompt.empty()) {
-      auto t = load_tokenizer(m);
-      if (!t) return fail(t.status(), 3);
-      tok = t.take();
-      for (int id : tok->encode(a.prompt)) ids.push_back(id);
-      N = (int)ids.size();
-      if (N == 0) return fail(Status(Code::input_error, "--prompt is empty"));
-    } else {
-      auto arr = read_npy(a.tokens);
-      if (!arr) return fail(Status(Code::input_error, arr.status().message()));
-      if (!arr->is_integer) return fail(Status(Code::input_error, a.tokens + ": token ids must be int32 or int64, found " + arr->descr));
-      if (arr->shape.size() == 1) N = (int)arr->shape[0];
-      else if (arr->shape.size() == 2) B = (int)arr->shape[0], N = (int)arr->shape[1];
-      else return fail(Status(Code::input_error, a.tokens + ": expected shape [N] or [B,N]"));
-      ids = arr->ints;
-    }
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] < 0 || ids[i] >= info.vocab)
-        return fail(Status(Code::input_error, "token id " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
-                                                  " is outside the vocabulary [0, " + std::to_string(info.vocab) + ")"));
+  std::vector<int64_t> ids;        // language models: [B, N] token ids
+  std::vector<float> values;       // other models: [B, N, input_dim]
+  std::vector<double> ts;          // [B, N] timestamps; empty: the default positions
+  std::unique_ptr<Tokenizer> tok;  // when the input is a --prompt
+};
+
+// --prompt or --tokens for a language model.
+int read_token_input(const Args& a, const Model& m, const ModelInfo& info, Input& in) {
+  if (!a.signal.empty()) return fail(Status(Code::input_error, "--signal given, but this is a language model (use --prompt or --tokens)"));
+  if (!a.prompt.empty()) {
+    auto t = load_tokenizer(m);
+    if (!t) return fail(t.status(), 3);
+    in.tok = t.take();
+    for (int id : in.tok->encode(a.prompt)) in.ids.push_back(id);
+    in.N = (int)in.ids.size();
+    if (in.N == 0) return fail(Status(Code::input_error, "--prompt is empty"));
   } else {
-    if (a.signal.empty()) return fail(Status(Code::input_error, "this " + info.architecture + " model takes --signal FILE.npy"));
-    if (a.generate) return fail(Status(Code::input_error, "--generate is for language models"));
-    auto arr = read_npy(a.signal);
+    auto arr = read_npy(a.tokens);
     if (!arr) return fail(Status(Code::input_error, arr.status().message()));
-    if (arr->is_integer) return fail(Status(Code::input_error, a.signal + ": values must be float32 or float64, found " + arr->descr));
-    int d = 0;
-    if (arr->shape.size() == 2) N = (int)arr->shape[0], d = (int)arr->shape[1];
-    else if (arr->shape.size() == 3) B = (int)arr->shape[0], N = (int)arr->shape[1], d = (int)arr->shape[2];
-    else return fail(Status(Code::input_error, a.signal + ": expected shape [N,d] or [B,N,d]"));
-    if (d != info.input_dim)
-      return fail(Status(Code::input_error, a.signal + ": last dimension is " + std::to_string(d) + ", the model expects " +
-                                                std::to_string(info.input_dim)));
-    values.assign(arr->values.begin(), arr->values.end());
-    for (size_t i = 0; i < values.size(); ++i)
-      if (!std::isfinite(values[i]))
-        return fail(Status(Code::input_error, a.signal + ": value " + std::to_string(i) + " is not finite (or overflows float32)"));
+    if (!arr->is_integer) return fail(Status(Code::input_error, a.tokens + ": token ids must be int32 or int64, found " + arr->descr));
+    if (arr->shape.size() == 1) in.N = (int)arr->shape[0];
+    else if (arr->shape.size() == 2) in.B = (int)arr->shape[0], in.N = (int)arr->shape[1];
+    else return fail(Status(Code::input_error, a.tokens + ": expected shape [N] or [B,N]"));
+    in.ids = arr->ints;
   }
-  if (N <= 0 || B <= 0) return fail(Status(Code::input_error, "the input is empty"));
-  std::vector<double> ts;
+  for (size_t i = 0; i < in.ids.size(); ++i)
+    if (in.ids[i] < 0 || in.ids[i] >= info.vocab)
+      return fail(Status(Code::input_error, "token id " + std::to_string(in.ids[i]) + " at index " + std::to_string(i) +
+                                                " is outside the vocabulary [0, " + std::to_string(info.vocab) + ")"));
+  return kGoOn;
+}
+
+// --signal for signal and attention models.
+int read_signal_input(const Args& a, const ModelInfo& info, Input& in) {
+  if (a.signal.empty()) return fail(Status(Code::input_error, "this " + info.architecture + " model takes --signal FILE.npy"));
+  if (a.generate) return fail(Status(Code::input_error, "--generate is for language models"));
+  auto arr = read_npy(a.signal);
+  if (!arr) return fail(Status(Code::input_error, arr.status().message()));
+  if (arr->is_integer) return fail(Status(Code::input_error, a.signal + ": values must be float32 or float64, found " + arr->descr));
+  int d = 0;
+  if (arr->shape.size() == 2) in.N = (int)arr->shape[0], d = (int)arr->shape[1];
+  else if (arr->shape.size() == 3) in.B = (int)arr->shape[0], in.N = (int)arr->shape[1], d = (int)arr->shape[2];
+  else return fail(Status(Code::input_error, a.signal + ": expected shape [N,d] or [B,N,d]"));
+  if (d != info.input_dim)
+    return fail(Status(Code::input_error, a.signal + ": last dimension is " + std::to_string(d) + ", the model expects " +
+                                              std::to_string(info.input_dim)));
+  in.values.assign(arr->values.begin(), arr->values.end());
+  for (size_t i = 0; i < in.values.size(); ++i)
+    if (!std::isfinite(in.values[i]))
+      return fail(Status(Code::input_error, a.signal + ": value " + std::to_string(i) + " is not finite (or overflows float32)"));
+  return kGoOn;
+}
+
+// --timestamps: [N] (every row) or [B, N], finite and non-decreasing per row.
+int read_timestamps(const Args& a, const ModelInfo& info, Input& in) {
   if (!a.timestamps.empty() && info.t_equal) {
     std::fprintf(stderr, "rfa-run: note: this model has t_equal = true: positions are its timestamps and "
                          "--timestamps is ignored, as in the reference\n");
-  } else if (!a.timestamps.empty()) {
-    auto arr = read_npy(a.timestamps);
-    if (!arr) return fail(Status(Code::input_error, arr.status().message()));
-    std::vector<double> t = arr->is_integer ? std::vector<double>(arr->ints.begin(), arr->ints.end()) : arr->values;
-    if (arr->shape.size() == 1 && arr->shape[0] == N) {
-      for (int b = 0; b < B; ++b) ts.insert(ts.end(), t.begin(), t.end());
-    } else if (arr->shape.size() == 2 && arr->shape[0] == B && arr->shape[1] == N) {
-      ts = t;
-    } else {
-      return fail(Status(Code::input_error, a.timestamps + ": expected shape [" + std::to_string(N) + "] or [" +
-                                                std::to_string(B) + "," + std::to_string(N) + "]"));
-    }
-    for (int b = 0; b < B; ++b)
-      for (int i = 0; i < N; ++i) {
-        double v = ts[(size_t)b * N + i];
-        if (!std::isfinite(v))
-          return fail(Status(Code::input_error, a.timestamps + ": timestamp at row " + std::to_string(b) + ", position " + std::to_string(i) + " is not finite"));
-        if (i > 0 && v < ts[(size_t)b * N + i - 1])
-          return fail(Status(Code::input_error, a.timestamps + ": timestamps decrease at row " + std::to_string(b) +
-                                                    ", position " + std::to_string(i) + " (they must be non-decreasing)"));
-      }
+    return kGoOn;
   }
-  if (a.generate && !ts.empty())
-    return fail(Status(Code::input_error, "--generate with --timestamps: generated tokens would need timestamps too"));
+  if (a.timestamps.empty()) return kGoOn;
+  const int B = in.B, N = in.N;
+  std::vector<double>& ts = in.ts;
+  auto arr = read_npy(a.timestamps);
+  if (!arr) return fail(Status(Code::input_error, arr.status().message()));
+  std::vector<double> t = arr->is_integer ? std::vector<double>(arr->ints.begin(), arr->ints.end()) : arr->values;
+  if (arr->shape.size() == 1 && arr->shape[0] == N) {
+    for (int b = 0; b < B; ++b) ts.insert(ts.end(), t.begin(), t.end());
+  } else if (arr->shape.size() == 2 && arr->shape[0] == B && arr->shape[1] == N) {
+    ts = t;
+  } else {
+    return fail(Status(Code::input_error, a.timestamps + ": expected shape [" + std::to_string(N) + "] or [" +
+                                              std::to_string(B) + "," + std::to_string(N) + "]"));
+  }
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < N; ++i) {
+      double v = ts[(size_t)b * N + i];
+      if (!std::isfinite(v))
+        return fail(Status(Code::input_error, a.timestamps + ": timestamp at row " + std::to_string(b) + ", position " + std::to_string(i) + " is not finite"));
+      if (i > 0 && v < ts[(size_t)b * N + i - 1])
+        return fail(Status(Code::input_error, a.timestamps + ": timestamps decrease at row " + std::to_string(b) +
+                                                  ", position " + std::to_string(i) + " (they must be non-decreasing)"));
+    }
+  return kGoOn;
+}
 
-  auto pairs = parse_dump_spec(a.dump_attention, info.layers, info.heads);
-  if (!pairs) return usage_error(pairs.status().message());
+// Every input of the run, in the order its errors are reported.
+int read_input(const Args& a, const Loaded& l, Input& in) {
+  const int rc = l.info.architecture == "lm" ? read_token_input(a, *l.model, l.info, in) : read_signal_input(a, l.info, in);
+  if (rc != kGoOn) return rc;
+  if (in.N <= 0 || in.B <= 0) return fail(Status(Code::input_error, "the input is empty"));
+  if (int r = read_timestamps(a, l.info, in); r != kGoOn) return r;
+  if (a.generate && !in.ts.empty())
+    return fail(Status(Code::input_error, "--generate with --timestamps: generated tokens would need timestamps too"));
+  return kGoOn;
+}
+
+// --dump-attention's pairs, and the --dump folder created.
+int prepare_dump(const Args& a, const ModelInfo& info, DumpPairs& pairs) {
+  auto p = parse_dump_spec(a.dump_attention, info.layers, info.heads);
+  if (!p) return usage_error(p.status().message());
+  pairs = p.take();
   if (!a.dump.empty()) {
     std::error_code ec;
     fs::create_directories(a.dump, ec);
     if (ec) return fail(Status(Code::io_error, "--dump " + a.dump + ": " + ec.message()), 4);
   }
+  return kGoOn;
+}
 
-  // ---- run ------------------------------------------------------------------------------------
-  const int total = N + a.generate;
-  std::vector<float> outputs;  // [B][total_fed][out_dim]
-  std::vector<std::vector<float>> per_row((size_t)B);
+// What a run produced, for the dump and the report.
+struct Outputs {
+  int positions = 0;           // positions fed per batch row
+  std::vector<float> outputs;  // [B][positions][out_dim]
   std::vector<std::pair<std::string, std::vector<float>>> attn_dumps;
   std::vector<int64_t> generated;
-  double run_ms = 0, gpu_ms = 0, generate_ms = 0;
+  double gpu_ms = 0, generate_ms = 0;
   std::string device_name = "cpu-reference (double)";
-  const int V = info.output_dim;
+};
+
+// The two files of (layer, head): Ahat and the decayed A.
+void add_attention_dump(Outputs& out, int layer, int head, std::vector<float> ahat, std::vector<float> a) {
+  const std::string lh = "_L" + std::to_string(layer) + "_H" + std::to_string(head) + ".npy";
+  out.attn_dumps.push_back({"attn" + lh, std::move(ahat)});
+  out.attn_dumps.push_back({"attn_decayed" + lh, std::move(a)});
+}
+
+// --cpu-reference: the double-precision twin. It has no cache: generation re-runs the growing sequence.
+int run_cpu_twin(const Args& a, const Loaded& l, const Input& in, const DumpPairs& pairs, Outputs& out) {
+  const int B = in.B, V = l.info.output_dim;
   Sampler sampler(a.sampler);
-  auto t_run = std::chrono::steady_clock::now();
+  std::vector<int64_t> seq = in.ids;
+  int n = in.N;
+  std::vector<double> res;
+  std::vector<ReferenceAttention> maps;
+  std::vector<double> values(in.values.begin(), in.values.end());
+  Progress progress(a.generate ? "generating on the CPU twin" : "running the CPU twin", a.generate, "tokens");
+  for (;;) {
+    progress.set((long)out.generated.size());
+    maps.clear();
+    auto r = reference_forward(*l.model, B, n, values.empty() ? nullptr : values.data(), seq.empty() ? nullptr : seq.data(),
+                               in.ts.empty() ? nullptr : in.ts.data(), pairs, &maps, a.window);
+    if (!r) return fail(r.status());
+    res = r.take();
+    if ((int)out.generated.size() == a.generate) break;
+    std::vector<int64_t> next_seq;
+    for (int b = 0; b < B; ++b) {
+      std::vector<float> last(res.begin() + ((size_t)b * n + n - 1) * V, res.begin() + ((size_t)b * n + n) * V);
+      int64_t t = sampler.next(last.data(), V);
+      if (b == 0) out.generated.push_back(t);
+      next_seq.insert(next_seq.end(), seq.begin() + (size_t)b * n, seq.begin() + (size_t)(b + 1) * n);
+      next_seq.push_back(t);
+    }
+    if ((int)out.generated.size() == a.generate) break;  // the last token is printed, not fed
+    seq = next_seq;
+    ++n;
+  }
+  out.outputs.assign(res.begin(), res.end());
+  for (auto& c : maps)
+    add_attention_dump(out, c.layer, c.head, std::vector<float>(c.ahat.begin(), c.ahat.end()),
+                       std::vector<float>(c.a.begin(), c.a.end()));
+  out.positions = n;
+  return kGoOn;
+}
 
-  if (a.cpu) {
-    // The CPU twin has no cache: generation re-runs the growing sequence.
-    std::vector<int64_t> seq = ids;
-    int n = N;
-    std::vector<double> res;
-    std::vector<ReferenceAttention> maps;
-    std::vector<double> in(values.begin(), values.end());
-    Progress progress(a.generate ? "generating on the CPU twin" : "running the CPU twin", a.generate, "tokens");
-    for (;;) {
-      progress.set((long)generated.size());
-      maps.clear();
-      auto r = reference_forward(m, B, n, values.empty() ? nullptr : in.data(), seq.empty() ? nullptr : seq.data(),
-                                 ts.empty() ? nullptr : ts.data(), *pairs, &maps, a.window);
-      if (!r) return fail(r.status());
-      res = r.take();
-      if ((int)generated.size() == a.generate) break;
-      std::vector<int64_t> next_seq;
-      for (int b = 0; b < B; ++b) {
-        std::vector<float> last(res.begin() + ((size_t)b * n + n - 1) * V, res.begin() + ((size_t)b * n + n) * V);
-        int64_t t = sampler.next(last.data(), V);
-        if (b == 0) generated.push_back(t);
-        next_seq.insert(next_seq.end(), seq.begin() + (size_t)b * n, seq.begin() + (size_t)(b + 1) * n);
-        next_seq.push_back(t);
-      }
-      if ((int)generated.size() == a.generate) break;  // the last token is printed, not fed
-      seq = next_seq;
-      ++n;
-    }
-    outputs.assign(res.begin(), res.end());
-    for (auto& c : maps) {
-      std::vector<float> ah(c.ahat.begin(), c.ahat.end()), ad(c.a.begin(), c.a.end());
-      attn_dumps.push_back({"attn_L" + std::to_string(c.layer) + "_H" + std::to_string(c.head) + ".npy", ah});
-      attn_dumps.push_back({"attn_decayed_L" + std::to_string(c.layer) + "_H" + std::to_string(c.head) + ".npy", ad});
-    }
-    N = n;
+using RowOutputs = std::vector<std::vector<float>>;  // per batch row: [positions][out_dim]
+
+// Feeds positions [pos0, pos0 + count) of every row and appends their outputs to `rows`.
+Status feed(Session& S, const ModelInfo& info, const Input& in, int pos0, int count, RowOutputs& rows, double& gpu_ms) {
+  const int B = in.B, N = in.N;
+  std::vector<double> tsl;
+  if (!in.ts.empty())
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < count; ++i) tsl.push_back(in.ts[(size_t)b * N + pos0 + i]);
+  Status st;
+  if (info.architecture == "lm") {
+    std::vector<int64_t> x;
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < count; ++i) x.push_back(in.ids[(size_t)b * N + pos0 + i]);
+    st = S.prefill_tokens(x, count, tsl);
   } else {
-    if (int rc = need_ctx()) return rc;
-    device_name = ctx->device_info().name;
-    SessionOptions so;
-    so.batch = B;
-    so.max_context = a.max_context ? a.max_context : total;
-    so.last_output_only = a.dump.empty();  // only the dump needs every position's output
-    so.window = a.window;
-    so.kv = a.kv;
-    if (so.window == 0 && so.max_context < total)
-      return fail(Status(Code::input_error, "--max-context " + std::to_string(so.max_context) + " is shorter than the " +
-                                                std::to_string(total) + " positions to run"));
-    auto s = Session::create(*ctx, *model, so);
-    if (!s) return fail(s.status());
-    Session& S = **s;
-    auto collect = [&]() {
-      const auto& o = S.outputs();
-      int c = S.output_count();
-      for (int b = 0; b < B; ++b)
-        per_row[(size_t)b].insert(per_row[(size_t)b].end(), o.begin() + (size_t)b * c * V, o.begin() + (size_t)(b + 1) * c * V);
-      gpu_ms += S.last_gpu_ms();
-    };
-    auto feed = [&](int pos0, int count) -> Status {
-      std::vector<double> tsl;
-      if (!ts.empty())
-        for (int b = 0; b < B; ++b)
-          for (int i = 0; i < count; ++i) tsl.push_back(ts[(size_t)b * N + pos0 + i]);
-      Status st;
-      if (is_lm) {
-        std::vector<int64_t> x;
-        for (int b = 0; b < B; ++b)
-          for (int i = 0; i < count; ++i) x.push_back(ids[(size_t)b * N + pos0 + i]);
-        st = S.prefill_tokens(x, count, tsl);
-      } else {
-        std::vector<float> x;
-        const int d = info.input_dim;
-        for (int b = 0; b < B; ++b)
-          x.insert(x.end(), values.begin() + ((size_t)b * N + pos0) * d, values.begin() + ((size_t)b * N + pos0 + count) * d);
-        st = S.prefill_values(x, count, tsl);
-      }
-      if (st.ok()) collect();
-      return st;
-    };
-    Progress progress(a.stream ? "streaming" : "prefill of " + std::to_string(N) + " positions",
-                      a.stream ? N : 0, "positions");
-    if (a.stream) {
-      for (int i = 0; i < N; ++i) {
-        if (Status st = feed(i, 1); !st.ok()) return fail(st);
-        progress.set(i + 1);
-      }
-    } else if (Status st = feed(0, N); !st.ok()) {
-      return fail(st);
-    }
-    Progress::interrupt();
-    Progress gen_progress("generating", a.generate, "tokens");
-    if (a.generate > 0) {
-      // Sampled on the GPU, each token fed on the device: only token ids come back (and, for a
-      // dump, every fed position's logits). The last token is printed, not fed.
-      GenerateOptions go;
-      go.tokens = a.generate;
-      go.sampler = a.sampler;
-      go.keep_outputs = !a.dump.empty();
-      go.on_token = [&](int k, const std::vector<int64_t>& row_tokens) {
-        gen_progress.set(k + 1);
-        generated.push_back(row_tokens[0]);
-      };
-      auto g = S.generate(go);
-      if (!g) return fail(g.status());
-      gpu_ms += g->gpu_ms;
-      generate_ms = g->wall_ms;
-      const size_t per = (size_t)(a.generate - 1) * V;
-      for (int b = 0; b < B && go.keep_outputs; ++b)
-        per_row[(size_t)b].insert(per_row[(size_t)b].end(), g->outputs.begin() + (size_t)b * per,
-                                  g->outputs.begin() + (size_t)(b + 1) * per);
-    }
-    const int fed = S.position();
-    for (int b = 0; b < B; ++b) outputs.insert(outputs.end(), per_row[(size_t)b].begin(), per_row[(size_t)b].end());
-    for (auto [l, h] : *pairs) {
-      std::vector<float> ah, ad;
-      for (int b = 0; b < B; ++b) {
-        auto x = S.attention(l, h, b, 0, fed, 0, fed, false);
-        if (!x) return fail(x.status());
-        auto y = S.attention(l, h, b, 0, fed, 0, fed, true);
-        if (!y) return fail(y.status());
-        ah.insert(ah.end(), x->begin(), x->end());
-        ad.insert(ad.end(), y->begin(), y->end());
-      }
-      attn_dumps.push_back({"attn_L" + std::to_string(l) + "_H" + std::to_string(h) + ".npy", ah});
-      attn_dumps.push_back({"attn_decayed_L" + std::to_string(l) + "_H" + std::to_string(h) + ".npy", ad});
-    }
-    if (!a.diagnostics.dir.empty())
-      if (Status st = dump::write_diagnostics(S, a.diagnostics); !st.ok()) return fail(st);
-    N = fed;
+    std::vector<float> x;
+    const int d = info.input_dim;
+    for (int b = 0; b < B; ++b)
+      x.insert(x.end(), in.values.begin() + ((size_t)b * N + pos0) * d, in.values.begin() + ((size_t)b * N + pos0 + count) * d);
+    st = S.prefill_values(x, count, tsl);
   }
-  run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_run).count();
+  if (!st.ok()) return st;
+  const int V = info.output_dim;
+  const auto& o = S.outputs();
+  int c = S.output_count();
+  for (int b = 0; b < B; ++b)
+    rows[(size_t)b].insert(rows[(size_t)b].end(), o.begin() + (size_t)b * c * V, o.begin() + (size_t)(b + 1) * c * V);
+  gpu_ms += S.last_gpu_ms();
+  return st;
+}
 
-  // ---- outputs ---------------------------------------------------------------------------------
-  if (!a.dump.empty()) {
-    Status st = write_npy_f32((fs::path(a.dump) / "output.npy").string(), {B, N, V}, outputs);
-    if (!st.ok()) return fail(st, 5);
-    for (auto& [name, data] : attn_dumps) {
-      st = write_npy_f32((fs::path(a.dump) / name).string(), {B, N, N}, data);
-      if (!st.ok()) return fail(st, 5);
+// --generate on the device: sampled on the GPU, each token fed on the device; only token ids come
+// back (and, for a dump, every fed position's logits). The last token is printed, not fed.
+int generate_on_device(const Args& a, int V, int B, Session& S, Progress& progress, RowOutputs& rows, Outputs& out) {
+  GenerateOptions go;
+  go.tokens = a.generate;
+  go.sampler = a.sampler;
+  go.keep_outputs = !a.dump.empty();
+  go.on_token = [&](int k, const std::vector<int64_t>& row_tokens) {
+    progress.set(k + 1);
+    out.generated.push_back(row_tokens[0]);
+  };
+  auto g = S.generate(go);
+  if (!g) return fail(g.status());
+  out.gpu_ms += g->gpu_ms;
+  out.generate_ms = g->wall_ms;
+  const size_t per = (size_t)(a.generate - 1) * V;
+  for (int b = 0; b < B && go.keep_outputs; ++b)
+    rows[(size_t)b].insert(rows[(size_t)b].end(), g->outputs.begin() + (size_t)b * per,
+                           g->outputs.begin() + (size_t)(b + 1) * per);
+  return kGoOn;
+}
+
+// --dump-attention on the device: the full [fed, fed] Ahat and A of each pair, every batch row.
+int read_attention_maps(const DumpPairs& pairs, int B, Session& S, Outputs& out) {
+  const int fed = S.position();
+  for (auto [l, h] : pairs) {
+    std::vector<float> ah, ad;
+    for (int b = 0; b < B; ++b) {
+      auto x = S.attention(l, h, b, 0, fed, 0, fed, false);
+      if (!x) return fail(x.status());
+      auto y = S.attention(l, h, b, 0, fed, 0, fed, true);
+      if (!y) return fail(y.status());
+      ah.insert(ah.end(), x->begin(), x->end());
+      ad.insert(ad.end(), y->begin(), y->end());
     }
+    add_attention_dump(out, l, h, std::move(ah), std::move(ad));
   }
+  return kGoOn;
+}
+
+// The default mode: a session on the device, prefilled at once or streamed (--stream), then
+// --generate, --dump-attention and --dump-diagnostics read from it.
+int run_on_device(const Args& a, const Loaded& l, const Input& in, const DumpPairs& pairs, Outputs& out) {
+  if (int rc = need_context(a); rc != kGoOn) return rc;
+  const int B = in.B, N = in.N, total = N + a.generate;
+  out.device_name = g_ctx->device_info().name;
+  SessionOptions so;
+  so.batch = B;
+  so.max_context = a.max_context ? a.max_context : total;
+  so.last_output_only = a.dump.empty();  // only the dump needs every position's output
+  so.window = a.window;
+  so.kv = a.kv;
+  if (so.window == 0 && so.max_context < total)
+    return fail(Status(Code::input_error, "--max-context " + std::to_string(so.max_context) + " is shorter than the " +
+                                              std::to_string(total) + " positions to run"));
+  auto s = Session::create(*g_ctx, l.model, so);
+  if (!s) return fail(s.status());
+  Session& S = **s;
+  RowOutputs rows((size_t)B);
+  Progress progress(a.stream ? "streaming" : "prefill of " + std::to_string(N) + " positions",
+                    a.stream ? N : 0, "positions");
+  if (a.stream) {
+    for (int i = 0; i < N; ++i) {
+      if (Status st = feed(S, l.info, in, i, 1, rows, out.gpu_ms); !st.ok()) return fail(st);
+      progress.set(i + 1);
+    }
+  } else if (Status st = feed(S, l.info, in, 0, N, rows, out.gpu_ms); !st.ok()) {
+    return fail(st);
+  }
+  Progress::interrupt();
+  Progress gen_progress("generating", a.generate, "tokens");
+  if (a.generate > 0)
+    if (int rc = generate_on_device(a, l.info.output_dim, B, S, gen_progress, rows, out); rc != kGoOn) return rc;
+  for (int b = 0; b < B; ++b) out.outputs.insert(out.outputs.end(), rows[(size_t)b].begin(), rows[(size_t)b].end());
+  if (int rc = read_attention_maps(pairs, B, S, out); rc != kGoOn) return rc;
+  if (!a.diagnostics.dir.empty())
+    if (Status st = dump::write_diagnostics(S, a.diagnostics); !st.ok()) return fail(st);
+  out.positions = S.position();
+  return kGoOn;
+}
+
+// --dump: output.npy and the attention maps.
+int write_dump(const Args& a, int B, int V, const Outputs& out) {
+  const int N = out.positions;
+  Status st = write_npy_f32((fs::path(a.dump) / "output.npy").string(), {B, N, V}, out.outputs);
+  if (!st.ok()) return fail(st, 5);
+  for (auto& [name, data] : out.attn_dumps) {
+    st = write_npy_f32((fs::path(a.dump) / name).string(), {B, N, N}, data);
+    if (!st.ok()) return fail(st, 5);
+  }
+  return kGoOn;
+}
+
+// The result: generated text or ids on stdout and a line on stderr, or one JSON object (--json).
+void print_report(const Args& a, const Loaded& l, const Input& in, const Outputs& out, double run_ms) {
+  const ModelInfo& info = l.info;
+  const int B = in.B, N = out.positions, V = info.output_dim;
   std::string text;
-  if (tok && !generated.empty()) {
-    std::vector<int> g(generated.begin(), generated.end());
-    text = tok->decode(g);
+  if (in.tok && !out.generated.empty()) {
+    std::vector<int> g(out.generated.begin(), out.generated.end());
+    text = in.tok->decode(g);
   }
   if (a.json) {
     std::printf("{\"device\":\"%s\",\"model\":\"%s\",\"architecture\":\"%s\",\"batch\":%d,\"positions\":%d,"
                 "\"output_dim\":%d,\"mode\":\"%s\",\"load_ms\":%.3f,\"run_ms\":%.3f,\"gpu_ms\":%.3f",
-                json_escape(device_name).c_str(), json_escape(dir).c_str(), info.architecture.c_str(), B, N, V,
-                a.cpu ? "cpu-reference" : a.stream ? "stream" : "prefill", load_ms, run_ms, gpu_ms);
-    if (!generated.empty()) {
-      if (!a.cpu && generated.size() > 1)
-        std::printf(",\"generate_ms\":%.3f,\"ms_per_token\":%.4f", generate_ms,
-                    generate_ms / (double)(generated.size() - 1));
+                json_escape(out.device_name).c_str(), json_escape(l.dir).c_str(), info.architecture.c_str(), B, N, V,
+                a.cpu ? "cpu-reference" : a.stream ? "stream" : "prefill", l.load_ms, run_ms, out.gpu_ms);
+    if (!out.generated.empty()) {
+      if (!a.cpu && out.generated.size() > 1)
+        std::printf(",\"generate_ms\":%.3f,\"ms_per_token\":%.4f", out.generate_ms,
+                    out.generate_ms / (double)(out.generated.size() - 1));
       std::printf(",\"generated\":[");
-      for (size_t i = 0; i < generated.size(); ++i) std::printf("%s%lld", i ? "," : "", (long long)generated[i]);
+      for (size_t i = 0; i < out.generated.size(); ++i)
+        std::printf("%s%lld", i ? "," : "", (long long)out.generated[i]);
       std::printf("],\"text\":\"%s\"", json_escape(text).c_str());
     }
     std::printf("}\n");
   } else {
-    if (is_lm && !a.prompt.empty()) std::printf("%s%s\n", a.prompt.c_str(), text.c_str());
-    else if (!generated.empty()) {
-      for (auto g : generated) std::printf("%lld ", (long long)g);
+    if (info.architecture == "lm" && !a.prompt.empty()) std::printf("%s%s\n", a.prompt.c_str(), text.c_str());
+    else if (!out.generated.empty()) {
+      for (auto g : out.generated) std::printf("%lld ", (long long)g);
       std::printf("\n");
     }
-    std::fprintf(stderr, "%s: %s model, %d x %d positions, %s in %.1f ms (GPU %.1f ms)%s\n", device_name.c_str(),
+    std::fprintf(stderr, "%s: %s model, %d x %d positions, %s in %.1f ms (GPU %.1f ms)%s\n", out.device_name.c_str(),
                  info.architecture.c_str(), B, N, a.cpu ? "cpu-reference" : a.stream ? "streamed" : "prefilled", run_ms,
-                 gpu_ms, a.dump.empty() ? "" : (", wrote " + a.dump).c_str());
+                 out.gpu_ms, a.dump.empty() ? "" : (", wrote " + a.dump).c_str());
   }
-  (void)default_model_used;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  Args a;
+  if (int rc = parse(argc, argv, a); rc != kGoOn) return rc;
+  if (a.version) {
+    std::printf("rfa-run %s\n", rfa::version());
+    return 0;
+  }
+  if (a.list_devices) return print_devices(a.json);
+  if (a.self_check) {
+    if (int rc = need_context(a); rc != kGoOn) return rc;
+    return run_self_check(*g_ctx, a.json);
+  }
+
+  Loaded l;
+  if (int rc = load(a, l); rc != kGoOn) return rc;
+  const bool no_input = a.prompt.empty() && a.tokens.empty() && a.signal.empty();
+  if (no_input && a.summary) return 0;
+  if (no_input) {
+    if (l.info.architecture == "signal" && l.info.d_in == 2) {
+      if (!a.cpu)
+        if (int rc = need_context(a); rc != kGoOn) return rc;
+      return run_spiral_demo(g_ctx.get(), l.model, a.json, a.cpu);
+    }
+    return usage_error("no input: give --prompt, --tokens or --signal");
+  }
+
+  Input in;
+  if (int rc = read_input(a, l, in); rc != kGoOn) return rc;
+  DumpPairs pairs;
+  if (int rc = prepare_dump(a, l.info, pairs); rc != kGoOn) return rc;
+
+  Outputs out;
+  auto t_run = std::chrono::steady_clock::now();
+  const int rc = a.cpu ? run_cpu_twin(a, l, in, pairs, out) : run_on_device(a, l, in, pairs, out);
+  if (rc != kGoOn) return rc;
+  const double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_run).count();
+
+  if (!a.dump.empty())
+    if (int r = write_dump(a, in.B, l.info.output_dim, out); r != kGoOn) return r;
+  print_report(a, l, in, out, run_ms);
   return 0;
 }
 

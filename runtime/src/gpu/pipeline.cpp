@@ -18,7 +18,7 @@ PipelineCache::~PipelineCache() {
     if (p->layout) vkDestroyPipelineLayout(dev, p->layout, nullptr);
     if (p->set_layout) vkDestroyDescriptorSetLayout(dev, p->set_layout, nullptr);
   }
-  for (auto& [name, m] : modules_) vkDestroyShaderModule(dev, m, nullptr);
+  for (auto& [name, m] : modules_) vkDestroyShaderModule(dev, m.module, nullptr);
   if (vk_cache_) vkDestroyPipelineCache(dev, vk_cache_, nullptr);
 }
 
@@ -27,30 +27,48 @@ size_t PipelineCache::size() const {
   return pipelines_.size();
 }
 
-Result<const Pipeline*> PipelineCache::get(const char* shader, uint32_t bindings, uint32_t push_bytes,
-                                           const SpecConstants& spec) {
-  std::string key = std::string(shader) + "|" + std::to_string(bindings) + "|" + std::to_string(push_bytes);
-  for (uint32_t v : spec.values()) key += "|" + std::to_string(v);
+Result<PipelineCache::Module> PipelineCache::load_module(const char* shader) {
+  if (auto it = modules_.find(shader); it != modules_.end()) return it->second;
+  const ShaderBinary* bin = find_shader(shader);
+  if (!bin) return Status(Code::unsupported, std::string("no compiled shader named '") + shader + "' in this build");
+  auto iface = reflect_shader(bin->words, bin->count, shader);
+  if (!iface) return iface.status();
+  Module m;
+  m.interface = *iface;
+  VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mi.codeSize = bin->count * sizeof(uint32_t);
+  mi.pCode = bin->words;
+  VK_TRY(vkCreateShaderModule(ctx_.device(), &mi, nullptr, &m.module));
+  modules_[shader] = m;
+  return m;
+}
+
+Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t push_bytes, const SpecConstants& spec) {
+  std::string key = shader;  // appended piece by piece: GCC 12's -Wrestrict misfires on "|" + to_string(v)
+  key += '|';
+  key += std::to_string(push_bytes);
+  for (uint32_t v : spec.values()) {
+    key += '|';
+    key += std::to_string(v);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return (const Pipeline*)it->second.get();
 
+  auto mod = load_module(shader);
+  if (!mod) return mod.status();
+  const VkShaderModule module = mod->module;
+  const uint32_t bindings = mod->interface.bindings;
+  // The host struct and the shader's block must agree byte for byte: Recorder::dispatch copies
+  // push_bytes from the struct, and a shorter struct would leave members undefined.
+  if (push_bytes != mod->interface.push_bytes)
+    return Status(Code::invalid_argument, std::string("shader ") + shader + ": the caller's push constant struct is " +
+                                              std::to_string(push_bytes) + " bytes, the shader's push block " +
+                                              std::to_string(mod->interface.push_bytes));
   if (push_bytes > ctx_.caps().max_push_constants)
     return Status(Code::unsupported, std::string("shader ") + shader + " needs " + std::to_string(push_bytes) +
                                          " bytes of push constants; the device allows " +
                                          std::to_string(ctx_.caps().max_push_constants));
   VkDevice dev = ctx_.device();
-  VkShaderModule module = VK_NULL_HANDLE;
-  if (auto it = modules_.find(shader); it != modules_.end()) {
-    module = it->second;
-  } else {
-    const ShaderBinary* bin = find_shader(shader);
-    if (!bin) return Status(Code::unsupported, std::string("no compiled shader named '") + shader + "' in this build");
-    VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    mi.codeSize = bin->count * sizeof(uint32_t);
-    mi.pCode = bin->words;
-    VK_TRY(vkCreateShaderModule(dev, &mi, nullptr, &module));
-    modules_[shader] = module;
-  }
 
   auto p = std::make_unique<Pipeline>();
   p->shader = shader;

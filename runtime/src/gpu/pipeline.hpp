@@ -1,5 +1,7 @@
 // Compute pipelines, created lazily from (shader name, specialization constants) and cached.
-// Every binding is a storage buffer at set 0, binding i; push constants start at offset 0.
+// Every binding is a storage buffer at set 0, binding i; push constants start at offset 0. The
+// binding count and the push block's size are read from the shader's SPIR-V (gpu/spirv_reflect.hpp);
+// the caller names its push struct, whose size must equal the block's.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -10,8 +12,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "gpu/spirv_reflect.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa::gpu {
@@ -46,16 +50,29 @@ class PipelineCache {
  public:
   explicit PipelineCache(Context& ctx);
   ~PipelineCache();
-  // The pipeline for this shader and specialization; built on first use.
-  Result<const Pipeline*> get(const char* shader, uint32_t bindings, uint32_t push_bytes,
-                              const SpecConstants& spec = {});
+  // The pipeline for this shader and specialization; built on first use. `Push` is the struct the
+  // caller passes to Recorder::dispatch (a shared layout from shaders/common/*.h where there is one).
+  template <class Push>
+  Result<const Pipeline*> get(const char* shader, const SpecConstants& spec = {}) {
+    static_assert(std::is_trivially_copyable_v<Push>, "push constants are copied as bytes");
+    return get_sized(shader, (uint32_t)sizeof(Push), spec);
+  }
+  // For a shader without push constants.
+  Result<const Pipeline*> get(const char* shader, const SpecConstants& spec = {}) { return get_sized(shader, 0, spec); }
   size_t size() const;
 
  private:
+  struct Module {
+    VkShaderModule module = VK_NULL_HANDLE;
+    ShaderInterface interface;
+  };
+  Result<const Pipeline*> get_sized(const char* shader, uint32_t push_bytes, const SpecConstants& spec);
+  Result<Module> load_module(const char* shader);  // the caller holds mutex_
+
   Context& ctx_;
   VkPipelineCache vk_cache_ = VK_NULL_HANDLE;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
-  std::map<std::string, VkShaderModule> modules_;
+  std::map<std::string, Module> modules_;
   mutable std::mutex mutex_;
 };
 

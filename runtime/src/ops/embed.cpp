@@ -3,6 +3,7 @@
 #include <string>
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
 
 namespace rfa::ops {
 
@@ -11,10 +12,8 @@ Status record_embed(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& id
   if (ids.size < (uint64_t)rows * 4 || y.size < (uint64_t)rows * dim * 4 || table.size < (uint64_t)dim * 4)
     return Status(Code::invalid_argument, "embed: buffers smaller than " + std::to_string(rows) + " ids x " +
                                               std::to_string(dim) + " dims");
-  struct {
-    uint32_t rows, dim;
-  } push{rows, dim};
-  auto pipe = ctx.pipelines().get("embed", 3, sizeof(push));
+  const shader::EmbedPush push{rows, dim};
+  auto pipe = ctx.pipelines().get<shader::EmbedPush>("embed");
   if (!pipe) return pipe.status();
   rec.dispatch(**pipe, {gpu::in(ids), gpu::in(table), gpu::out(y)}, &push, (dim + 63) / 64, rows, 1, "embed");
   return Status::Ok();

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
 
 namespace rfa::ops {
 
@@ -54,11 +55,9 @@ Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x
   const char* shader = p.kernel == LinearParams::Kernel::gemv         ? "linear_gemv"
                        : p.kernel == LinearParams::Kernel::direct ? "linear_direct"
                                                                   : "linear";
-  auto pipe = ctx.pipelines().get(shader, 4, 16, spec);
+  auto pipe = ctx.pipelines().get<shader::LinearPush>(shader, spec);
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t M, N, K, has_bias;
-  } push{s.rows, s.out, s.in, bias ? 1u : 0u};
+  const shader::LinearPush push{s.rows, s.out, s.in, bias ? 1u : 0u};
   // Without a bias the slot is bound to W (never read) so every binding stays valid.
   rec.dispatch(**pipe, {gpu::in(x), gpu::in(w), gpu::in(bias ? *bias : w), opt.accumulate ? gpu::inout(y) : gpu::out(y)},
                &push, p.groups_x, p.groups_y, 1, "linear");

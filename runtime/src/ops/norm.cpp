@@ -1,6 +1,7 @@
 #include "ops/norm.hpp"
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
 
 namespace rfa::ops {
 
@@ -10,13 +11,9 @@ Status record_norm(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x, 
     return Status(Code::invalid_argument, "norm: buffer smaller than [" + std::to_string(rows) + "," + std::to_string(dim) + "]");
   gpu::SpecConstants spec;
   spec.flag(rms);  // constant_id 0: RMS
-  auto pipe = ctx.pipelines().get("layer_norm", 4, 16, spec);
+  auto pipe = ctx.pipelines().get<shader::NormPush>("layer_norm", spec);
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t rows, dim;
-    float eps;
-    uint32_t has_bias;
-  } push{rows, dim, eps, bias ? 1u : 0u};
+  const shader::NormPush push{rows, dim, eps, bias ? 1u : 0u};
   rec.dispatch(**pipe, {gpu::in(x), gpu::in(weight), gpu::in(bias ? *bias : weight), gpu::out(y)}, &push, rows, 1, 1,
                rms ? "rms_norm" : "layer_norm");
   return Status::Ok();

@@ -8,18 +8,14 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
+#include "rfa_head_table.h"
 
 namespace rfa::ops {
 
 namespace {
 
-// Offsets of the per-head table; must match HP_* in shaders/common/rfa_lag_kernels.glsl.
-enum HeadTable : uint32_t {
-  kMu = 0, kSigma2, kS2t, kEta2, kGamma2, kNu, kKappa, kTau, kShift, kCExp, kBetaExp, kAPer, kBPer, kOmegaPer,
-  kGatePrior, kGateScaleExp, kGateC, kBrownian, kMinExp, kMaxExp, kCovFloor, kInvSqrtD, kInvTwoMu, kLinCoef,
-  kColR, kColRSmall, kColRsq, kColRsqSmall,
-  kHeadStride = 32,
-};
+using namespace shader;  // the per-head table's offsets (kMu, ..., kHeadStride): rfa_head_table.h
 // Split-k: at most this many splits, and about this many workgroups in all (enough to fill a
 // large GPU twice over: an H100 has 132 SMs), each split keeping at least kMinSplitKeys keys.
 constexpr uint32_t kMaxSplits = 64, kSplitWorkgroups = 512, kMinSplitKeys = 256;
@@ -306,11 +302,9 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   // constant_id 0: D, 1: IN_NORM
   gpu::SpecConstants spec;
   spec.u32(D).flag(p.sw.complex_input_norm);
-  auto pipe = ctx.pipelines().get(cache.kv_f16 ? "rfa_rotate_kv16" : "rfa_rotate", 13, 16, spec);
+  auto pipe = ctx.pipelines().get<RotatePush>(cache.kv_f16 ? "rfa_rotate_kv16" : "rfa_rotate", spec);
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t batch, n_new, capacity, heads;
-  } push{B, n_new, cache.capacity, H};
+  const RotatePush push{B, n_new, cache.capacity, H};
   const uint64_t threads = (uint64_t)B * n_new * H * 3;
   rec.dispatch(**pipe,
                {gpu::in(w.omega()), gpu::in(w.gains()), gpu::in(timestamps), gpu::in(q_proj), gpu::in(k_proj),
@@ -327,11 +321,9 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
   // constant_id 0: COV, 1: BIAS, 2: PREC
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
-  auto pipe = ctx.pipelines().get("rfa_lag_table", 2, 8, spec);
+  auto pipe = ctx.pipelines().get<CurvesPush>("rfa_lag_table", spec);
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t n_lags, heads;
-  } push{cache.capacity, cache.heads};
+  const CurvesPush push{cache.capacity, cache.heads};  // the same (n_lags, heads) as rfa_curves
   const uint64_t n = (uint64_t)cache.capacity * cache.heads;
   rec.dispatch(**pipe, {gpu::in(w.head_table()), gpu::out(cache.lag_table)}, &push, (uint32_t)((n + 63) / 64), 1, 1,
                "rfa_lag_table");
@@ -363,13 +355,9 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1);
   switches(spec);
   spec.flag(t.direct_kv).u32(t.splits);
-  auto pipe = ctx.pipelines().get(cache.kv_f16 ? "rfa_attention_kv16" : "rfa_attention", 18, 24, spec);
+  auto pipe = ctx.pipelines().get<AttentionPush>(cache.kv_f16 ? "rfa_attention_kv16" : "rfa_attention", spec);
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t n_new, capacity, heads, window;
-    float scale;
-    uint32_t table_lags;
-  } push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};
+  const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};
   const std::vector<gpu::Binding> bindings = {
       gpu::in(w.head_table()), gpu::in(w.omega()),      gpu::in(w.shift_rotation()),  gpu::in(w.gain_o()),
       gpu::in(timestamps),     gpu::in(cache.q),        gpu::in(cache.k),             gpu::in(cache.v),
@@ -383,7 +371,7 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(std::min<uint32_t>(D, 8)).u32(1).u32(1);
   switches(rspec);
   rspec.flag(false).u32(t.splits);
-  auto reduce = ctx.pipelines().get("rfa_attention_reduce", 18, 24, rspec);
+  auto reduce = ctx.pipelines().get<AttentionPush>("rfa_attention_reduce", rspec);
   if (!reduce) return reduce.status();
   std::vector<gpu::Binding> rb = bindings;
   rb[17] = gpu::in(cache.partials);
@@ -409,11 +397,9 @@ Status record_timestamp_append(gpu::Context& ctx, gpu::Recorder& rec, const gpu:
   if (!span.positions) return make_error(Code::invalid_argument, "timestamp append: the span needs its positions buffer");
   RFA_TRY(check_size(new_times, (uint64_t)batch * span.n_new * 8, "new timestamps"));
   RFA_TRY(check_size(timestamps, (uint64_t)batch * capacity * 8, "timestamps"));
-  auto pipe = ctx.pipelines().get("ring_append", 3, 16);
+  auto pipe = ctx.pipelines().get<RingAppendPush>("ring_append");
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t batch, n_new, capacity, width;
-  } push{batch, span.n_new, capacity, 2};
+  const RingAppendPush push{batch, span.n_new, capacity, 2};
   const uint64_t items = (uint64_t)batch * span.n_new * 2;
   rec.dispatch(**pipe, {gpu::in(*span.positions), gpu::in(new_times), gpu::out(timestamps)}, &push,
                (uint32_t)((items + 63) / 64), 1, 1, "ring_append");

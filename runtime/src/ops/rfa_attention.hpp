@@ -1,7 +1,7 @@
 // The RFA attention op on the GPU (docs/math.md §2-§3, docs/reference-code.md §4-§8): rotate new Q/K/V into
 // the stationary frame and the caches, then one fused flash-style kernel (online softmax, decayed
-// aggregation, counter-rotation, gate, output norm, shift rotation). Plus the probes the viewer
-// reads (exact Ahat / A rectangles, row diagnostics, per-head curves). Never an N x N matrix.
+// aggregation, counter-rotation, gate, output norm, shift rotation). Never an N x N matrix. The
+// probes the viewer reads from these caches are in ops/rfa_probe.hpp.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@
 namespace rfa::ops {
 
 // Per-layer parameters on the GPU, uploaded once: a per-head table of floats (layout in
-// common/rfa_lag_kernels.glsl), omega as (hi, lo) float pairs, e^{i omega s_h}, and the complex
+// shaders/common/rfa_head_table.h), omega as (hi, lo) float pairs, e^{i omega s_h}, and the complex
 // norm gains [4][H*D] (q, k, v, o; 1 where a gain vector is empty).
 class AttentionWeightsGpu {
  public:
@@ -131,26 +131,6 @@ Result<const gpu::Buffer*> prepare_span(gpu::Recorder& rec, AttentionCache& cach
 // [B, capacity] (slot (pos0 + i) % capacity, pos0 read from span.positions at run time).
 Status record_timestamp_append(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& new_times,
                                gpu::Buffer& timestamps, uint32_t batch, uint32_t capacity, const AttentionSpan& span);
-
-// Exact Ahat and A of rows [r0, r1) x cols [c0, c1) (absolute positions) of (b, head), from the
-// caches and row statistics: [rows, cols] floats each, masked entries 0. Positions must be < filled.
-Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& cache,
-                        const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
-                        uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out);
-
-// Per row of [r0, r1), over all keys of the row: out [rows, 8] = entropy of Ahat, log-partition
-// (m + log l), max Ahat, expected lag sum_j A_ij lag_ij, mass of A with lag > thresholds[k], k < 4.
-Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
-                                  const AttentionCache& cache, const gpu::Buffer& timestamps, uint32_t b,
-                                  uint32_t head, uint32_t r0, uint32_t r1, const float thresholds[4],
-                                  gpu::Buffer& out);
-
-// Per-head curves over lags [n_lags] (raw lags; the shift is added inside): out [H, 4, n_lags] =
-// E, Vcov, P, B. Regimes (alpha, beta, label) are host-side: rfa_regime() below.
-Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,
-                         uint32_t n_lags, gpu::Buffer& out);
-// Host-side regime of head h (docs/math.md §5), from the double twin's rfa_math.
-RegimeInfo rfa_regime(const AttentionParams& params, int head);
 
 // Host helper: `n` complex components of a K or V cache as (re, im) floats: copied from fp32
 // caches, unpacked from the packed fp16 pairs of kv_f16 caches (`raw` holds n * 8 or n * 4 bytes).

@@ -1,18 +1,17 @@
 // The viewer's readouts of an RFA layer: exact attention rectangles, row diagnostics and curves.
+#include "ops/rfa_probe.hpp"
+
 #include <string>
 
 #include "gpu/pipeline.hpp"
-#include "ops/rfa_attention.hpp"
 #include "model/physics.hpp"
+#include "push_layouts.h"
 
 namespace rfa::ops {
 
 namespace {
 
-struct ProbePush {
-  uint32_t b, h, r0, r1, c0, c1, capacity, heads, filled, window;
-  float thr[4];
-};
+using shader::ProbePush;
 
 Status check_probe(const AttentionWeightsGpu& w, const AttentionCache& c, uint32_t b, uint32_t head, uint32_t r0,
                    uint32_t r1) {
@@ -34,7 +33,7 @@ Result<const gpu::Pipeline*> probe_pipeline(gpu::Context& ctx, const AttentionPa
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.dim).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
       .flag(sw.robust).flag(sw.full_residual).flag(sw.causal).u32(mode);
-  return ctx.pipelines().get(kv_f16 ? "rfa_probe_kv16" : "rfa_probe", 10, sizeof(ProbePush), spec);
+  return ctx.pipelines().get<ProbePush>(kv_f16 ? "rfa_probe_kv16" : "rfa_probe", spec);
 }
 
 }  // namespace
@@ -95,11 +94,9 @@ Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   // constant_id 0: COV, 1: BIAS, 2: PREC
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
-  auto pipe = ctx.pipelines().get("rfa_curves", 3, 8, spec);
+  auto pipe = ctx.pipelines().get<shader::CurvesPush>("rfa_curves", spec);
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t n_lags, heads;
-  } push{n_lags, (uint32_t)p.heads};
+  const shader::CurvesPush push{n_lags, (uint32_t)p.heads};
   rec.dispatch(**pipe, {gpu::in(w.head_table()), gpu::in(lags), gpu::out(out)}, &push, (uint32_t)((n + 63) / 64), 1, 1,
                "rfa_curves");
   return Status::Ok();

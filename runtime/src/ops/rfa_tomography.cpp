@@ -7,17 +7,13 @@
 #include <string>
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
 
 namespace rfa::ops {
 
 namespace {
 
-struct TomographyPush {
-  uint32_t b, h, r0, r1, c0, c1, capacity, heads, filled, window;
-  float alpha;
-  uint32_t decayed;
-  uint32_t row_base;
-};
+using shader::TomographyPush;
 
 Result<const gpu::Pipeline*> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
   const AttentionSwitches& sw = p.sw;
@@ -25,7 +21,7 @@ Result<const gpu::Pipeline*> tomography_pipeline(gpu::Context& ctx, const Attent
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.dim).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
       .flag(sw.robust).flag(sw.full_residual).flag(sw.causal).u32(mode);
-  return ctx.pipelines().get(kv_f16 ? "rfa_tomography_kv16" : "rfa_tomography", 8, sizeof(TomographyPush), spec);
+  return ctx.pipelines().get<TomographyPush>(kv_f16 ? "rfa_tomography_kv16" : "rfa_tomography", spec);
 }
 
 std::string range(uint32_t a, uint32_t b) {

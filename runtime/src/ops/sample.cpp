@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
 
 namespace rfa::ops {
 namespace {
@@ -116,10 +117,9 @@ Status record_sample(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& l
   if (!choice) return choice.status();
   gpu::SpecConstants spec;
   spec.u32(choice->workgroup);  // constant_id 0: WG
-  struct {
-    uint32_t rows, V, logits_offset, row_stride, out_offset;
-  } push{s.rows, s.vocab, (uint32_t)s.logits_offset, (uint32_t)stride, (uint32_t)s.tokens_offset};
-  auto pipe = ctx.pipelines().get(choice->f64 ? "sample_f64" : "sample", 3, sizeof(push), spec);
+  const shader::SamplePush push{s.rows, s.vocab, (uint32_t)s.logits_offset, (uint32_t)stride,
+                                (uint32_t)s.tokens_offset};
+  auto pipe = ctx.pipelines().get<shader::SamplePush>(choice->f64 ? "sample_f64" : "sample", spec);
   if (!pipe) return pipe.status();
   rec.dispatch(**pipe, {gpu::in(logits), gpu::in(params), gpu::out(tokens)}, &push, s.rows, 1, 1, "sample");
   return Status::Ok();

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "push_layouts.h"
 
 namespace rfa::ops {
 
@@ -24,13 +25,10 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
   spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
       .flag(causal).flag(t.direct_kv).u32(t.splits);
-  auto pipe = ctx.pipelines().get(cache.kv_f16 ? "sdpa_kv16" : "sdpa", 8, 24, spec);
+  auto pipe = ctx.pipelines().get<shader::AttentionPush>(cache.kv_f16 ? "sdpa_kv16" : "sdpa", spec);
   if (!pipe) return pipe.status();
-  struct {
-    uint32_t n_new, capacity, heads, window;
-    float scale;
-    uint32_t table_lags;  // unused by SDPA (the push block is shared with rfa_attention)
-  } push{n_new, cache.capacity, H, cache.window, scale > 0.f ? scale : (float)(1.0 / std::sqrt(2.0 * D)), 0u};
+  const shader::AttentionPush push{n_new, cache.capacity, H, cache.window,
+                                   scale > 0.f ? scale : (float)(1.0 / std::sqrt(2.0 * D)), 0u};
   std::vector<gpu::Binding> bindings = {
       gpu::in(cache.q),          gpu::in(cache.k),         gpu::in(cache.v),     gpu::out(out),
       gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::in(**positions),
@@ -40,7 +38,7 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
     gpu::SpecConstants rspec;  // the reduce pass: one thread per row
     rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(std::min<uint32_t>(D, 8)).u32(1).u32(1).flag(causal).flag(false)
         .u32(t.splits);
-    auto reduce = ctx.pipelines().get("sdpa_reduce", 8, 24, rspec);
+    auto reduce = ctx.pipelines().get<shader::AttentionPush>("sdpa_reduce", rspec);
     if (!reduce) return reduce.status();
     bindings[7] = gpu::in(cache.partials);
     rec.dispatch(**reduce, bindings, &push, (n_new + 63) / 64, H, B, "sdpa_reduce");

@@ -11,6 +11,8 @@
 #include "gpu/pipeline.hpp"
 #include "gpu/vk_check.hpp"
 #include "probe/heatmap_render.hpp"
+#include "push_layouts.h"
+#include "viridis_ramp.h"
 
 namespace rfa {
 
@@ -35,11 +37,7 @@ struct Heatmap::Impl {
 
 namespace {
 
-struct ColormapPush {
-  uint32_t W, H, vr0, vr1, vc0, vc1, pr0, pr1, pc0, pc1, causal, log_scale;
-  float vmax, decades;
-  uint32_t masked_color, pending_color;
-};
+using shader::ColormapPush;
 
 // Layout transition of the whole colour image, with the stages and accesses on both sides.
 void image_barrier(VkCommandBuffer cb, VkImage image, VkImageLayout from, VkImageLayout to, VkPipelineStageFlags src_stage,
@@ -77,27 +75,15 @@ Status ensure(gpu::Context& g, gpu::Buffer& b, uint64_t bytes, const char* what)
 
 }  // namespace
 
-// The viridis colour scale as a piecewise-linear ramp through its colours at t = 0, 0.1, ..., 1;
-// shaders/colormap.comp holds the same table and arithmetic.
+// The viridis colour scale (shaders/common/viridis_ramp.h), with colormap.comp's arithmetic.
 uint32_t viridis_rgba(float t) {
-  static const float ramp[11][3] = {
-      {0.267f, 0.005f, 0.329f},
-      {0.283f, 0.141f, 0.458f},
-      {0.254f, 0.265f, 0.530f},
-      {0.207f, 0.372f, 0.553f},
-      {0.164f, 0.471f, 0.558f},
-      {0.128f, 0.567f, 0.551f},
-      {0.135f, 0.659f, 0.518f},
-      {0.208f, 0.719f, 0.473f},
-      {0.478f, 0.821f, 0.318f},
-      {0.741f, 0.873f, 0.150f},
-      {0.993f, 0.906f, 0.144f}};
+  using shader::kViridisRamp;
   const float x = std::clamp(t, 0.0f, 1.0f) * 10.0f;
   const int i = std::min((int)x, 9);
   const float f = x - (float)i;
   uint32_t out = 0xff000000u;
   for (int ch = 0; ch < 3; ++ch) {
-    float v = ramp[i][ch] + f * (ramp[i + 1][ch] - ramp[i][ch]);
+    float v = kViridisRamp[3 * i + ch] + f * (kViridisRamp[3 * (i + 1) + ch] - kViridisRamp[3 * i + ch]);
     v = std::clamp(v, 0.0f, 1.0f);
     out |= (uint32_t)(v * 255.0f + 0.5f) << (8 * ch);
   }
@@ -214,7 +200,7 @@ Result<gpu::Recorder*> record_heatmap(gpu::Context& g, Heatmap& map, const Heatm
   const uint64_t cells = probed ? (uint64_t)(pr1 - pr0) * (uint64_t)(pc1 - pc0) : 1;
   RFA_TRY(ensure(g, M.ahat, cells * 4, "heatmap probe Ahat"));
   RFA_TRY(ensure(g, M.a, cells * 4, "heatmap probe A"));
-  auto pipe = g.pipelines().get("colormap", 2, sizeof(ColormapPush));
+  auto pipe = g.pipelines().get<ColormapPush>("colormap");
   if (!pipe) return pipe.status();
 
   // One recording: probe -> colour map -> the image (moved to TRANSFER_DST and back around the

@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "ops/rfa_attention.hpp"
+#include "ops/rfa_probe.hpp"
 #include "probe/heatmap_render.hpp"
 #include "model/physics.hpp"
 #include "session/session_impl.hpp"

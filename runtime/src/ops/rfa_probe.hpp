@@ -1,0 +1,36 @@
+// The viewer's readouts of an RFA layer on the GPU (shaders/rfa_probe.comp, rfa_curves.comp): exact
+// Ahat / A rectangles and row diagnostics from the caches record_rfa_attention filled, per-head
+// curves from the head table, and the host-side regime of a head.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu/context.hpp"
+#include "gpu/memory.hpp"
+#include "gpu/recorder.hpp"
+#include "ops/rfa_attention.hpp"
+#include "rfa/params.hpp"
+
+namespace rfa::ops {
+
+// Exact Ahat and A of rows [r0, r1) x cols [c0, c1) (absolute positions) of (b, head), from the
+// caches and row statistics: [rows, cols] floats each, masked entries 0. Positions must be < filled.
+Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& cache,
+                        const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
+                        uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out);
+
+// Per row of [r0, r1), over all keys of the row: out [rows, 8] = entropy of Ahat, log-partition
+// (m + log l), max Ahat, expected lag sum_j A_ij lag_ij, mass of A with lag > thresholds[k], k < 4.
+Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
+                                  const AttentionCache& cache, const gpu::Buffer& timestamps, uint32_t b,
+                                  uint32_t head, uint32_t r0, uint32_t r1, const float thresholds[4],
+                                  gpu::Buffer& out);
+
+// Per-head curves over lags [n_lags] (raw lags; the shift is added inside): out [H, 4, n_lags] =
+// E, Vcov, P, B. Regimes (alpha, beta, label) are host-side: rfa_regime() below.
+Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,
+                         uint32_t n_lags, gpu::Buffer& out);
+// Host-side regime of head h (docs/math.md §5), from the double twin's rfa_math.
+RegimeInfo rfa_regime(const AttentionParams& params, int head);
+
+}  // namespace rfa::ops

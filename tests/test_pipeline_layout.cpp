@@ -1,0 +1,54 @@
+// Pipeline layouts come from the shaders: the binding count and push block size read from the
+// SPIR-V (gpu/spirv_reflect.hpp) and the caller's push struct checked against that block.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "gpu/shader_registry.hpp"
+#include "gpu/spirv_reflect.hpp"
+#include "test_support.hpp"
+
+using namespace rfa;
+
+TEST_CASE("every shader's bindings and push block are read from its SPIR-V") {
+  // The counts the call sites stated by hand before the layouts were reflected (and the new paths').
+  const struct {
+    const char* name;
+    uint32_t bindings, push_bytes;
+  } expected[] = {{"embed", 3, 8},          {"layer_norm", 4, 16},    {"linear", 4, 16},
+                  {"linear_direct", 4, 16}, {"linear_gemv", 4, 16},   {"sample", 3, 20},
+                  {"sample_f64", 3, 20},    {"ring_append", 3, 16},   {"rfa_rotate", 13, 16},
+                  {"rfa_attention", 18, 24}, {"sdpa", 8, 24},         {"rfa_curves", 3, 8},
+                  {"rfa_probe", 10, 56},    {"rfa_tomography", 8, 52}, {"colormap", 2, 64},
+                  // the attention paths: fp16 K/V, split-k reduce passes, the lag table
+                  {"rfa_attention_kv16", 18, 24}, {"rfa_attention_reduce", 18, 24}, {"sdpa_kv16", 8, 24},
+                  {"sdpa_reduce", 8, 24},   {"rfa_rotate_kv16", 13, 16}, {"rfa_probe_kv16", 10, 56},
+                  {"rfa_tomography_kv16", 8, 52}, {"rfa_lag_table", 2, 8}};
+  for (const auto& e : expected) {
+    CAPTURE(std::string(e.name));
+    const gpu::ShaderBinary* bin = gpu::find_shader(e.name);
+    REQUIRE(bin != nullptr);
+    auto r = gpu::reflect_shader(bin->words, bin->count, e.name);
+    REQUIRE(r.ok());
+    CHECK(r->bindings == e.bindings);
+    CHECK(r->push_bytes == e.push_bytes);
+  }
+}
+
+TEST_CASE("words that are not SPIR-V are an error, not a layout") {
+  const uint32_t junk[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto r = gpu::reflect_shader(junk, 8, "junk");
+  CHECK_FALSE(r.ok());
+}
+
+TEST_CASE("a push struct of the wrong size is refused at pipeline creation") {
+  struct TooLong {
+    uint32_t rows, dim, extra;
+  };
+  auto p = test::gpu().pipelines().get<TooLong>("embed");
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().code() == Code::invalid_argument);
+  CHECK(p.status().message().find("push constant struct is 12 bytes, the shader's push block 8") != std::string::npos);
+  CHECK(test::gpu().pipelines().get("embed").status().code() == Code::invalid_argument);  // no struct: 0 bytes
+}
