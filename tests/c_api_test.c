@@ -167,7 +167,10 @@ int main(int argc, char** argv) {
   /* A sliding window of 3: a stream of 40 positions through a session whose max_context is 16. */
   rfa_session_options so;
   rfa_session_options_default(&so);
-  CHECK(so.batch == 1 && so.window == 0 && so.max_context > 0);
+  CHECK(so.batch == 1 && so.window == 0 && so.max_context > 0 && so.kv == RFA_KV_F32);
+  so.kv = 7; /* neither RFA_KV_F32 nor RFA_KV_F16: refused */
+  CHECK(rfa_session_create_ex(ctx, model, &so, &s) == RFA_ERROR_INVALID_ARGUMENT && !s);
+  so.kv = RFA_KV_F16; /* the window test below runs on fp16 K/V caches */
   so.window = 3;
   so.max_context = 16;
   CHECK(rfa_session_create_ex(ctx, model, &so, &s) == RFA_OK && s);

@@ -50,3 +50,17 @@ def test_generation_on_the_gpu_equals_the_host_sampler_and_rfa_run(char_lm, ctx,
     assert r.returncode == 0, r.stderr
     import json
     assert json.loads(r.stdout)["generated"] == outs[0][0].tolist()
+
+
+def test_fp16_kv_caches_stay_close_to_fp32_and_refuse_unknown_precisions(spiral, ctx):
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(2, 200, 2)).astype(np.float32)
+    full = rfa.Session(spiral, batch=2, max_context=200, device=ctx).prefill(x)
+    half_s = rfa.Session(spiral, batch=2, max_context=200, device=ctx, kv="f16")
+    half = half_s.prefill(x)
+    assert half_s.kv == "f16"
+    # fp16 keys and values: a few 2^-11 relative (docs/math.md section 9); not bit-equal to fp32.
+    assert not np.array_equal(full, half)
+    np.testing.assert_allclose(half, full, rtol=4e-3, atol=4e-3)
+    with pytest.raises(rfa.Error):
+        rfa.Session(spiral, device=ctx, kv="bf16")
