@@ -268,6 +268,15 @@ TEST_CASE("the tiling is data: chosen from the device and the shape, with its re
   CHECK(ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 65536).splits == 1);
   CHECK(ops::choose_attention_tiling(gpu_caps, none, 1, 32, 64 * 8, 65536).splits == 1);
   // CPU devices keep their path: keys from the cache, no split.
+  // CPU devices: at most kCpuKeysPerThread keys per thread (lavapipe caps the loop iterations of an
+  // invocation; a 34,000-key prefill on one thread per row went wrong from row 32,033).
+  for (uint32_t cap : {4096u, 16384u, 65536u, 1u << 20})
+    for (uint32_t rows : {1u, 64u, 4096u}) {
+      const auto c = ops::choose_attention_tiling(cpu_caps, none, rows, 32, 8, cap);
+      CHECK((cap + c.threads_per_row - 1) / c.threads_per_row <= ops::kCpuKeysPerThread);
+      CHECK(c.workgroup == c.rows_per_group * c.threads_per_row);
+    }
+  CHECK(ops::choose_attention_tiling(cpu_caps, none, 4096, 32, 8, 4096).threads_per_row == 1);  // short: unchanged
   t = ops::choose_attention_tiling(cpu_caps, none, 1, 32, 8, 65536);
   CHECK(t.splits == 1);
   CHECK(t.direct_kv);
@@ -282,4 +291,36 @@ TEST_CASE("the tiling is data: chosen from the device and the shape, with its re
   forced.attention_split_k = 1000;
   CHECK(ops::choose_attention_tiling(cpu_caps, forced, 1, 32, 8, 64).splits == 64);
   CHECK(ops::choose_attention_tiling(cpu_caps, forced, 8, 32, 8, 64).splits == 1);  // more rows than split-k takes
+}
+
+TEST_CASE("row diagnostics over long rows at D = 64 (every key of a row in one thread)") {
+  // The row-diagnostics probe walks all keys of a row in one invocation: at D = 64 and 1100 keys
+  // that is 70,400 steps of the per-key cross-term loop, past the ~65,535 iterations a CPU driver
+  // lets one loop run (tests/test_attention_paths.cpp found the same in the fused kernel).
+  const AttentionParams p = model("M2", 1, 64);
+  const int N = 1100;
+  const Inputs in = make_inputs(p, 1, N, 21, 0);
+  const ref::AttentionOutputs r = twin(p, in, true);
+  Fixture f(p, in);
+  f.run(N);
+  const std::vector<double> thr = {0.0, 3.0, 10.0, 40.0};
+  ref::RowDiagnostics rd;
+  REQUIRE(ref::row_diagnostics(p, 1, N, in.t, r, thr, &rd).ok());
+  const uint32_t r0 = N - 8, r1 = N;
+  const float tf[4] = {0.f, 3.f, 10.f, 40.f};
+  gpu::Buffer d = f.up(std::vector<float>((size_t)(r1 - r0) * 8));
+  gpu::Recorder rec(f.g);
+  REQUIRE(rec.begin().ok());
+  REQUIRE(ops::record_rfa_row_diagnostics(f.g, rec, f.w, f.cache, f.ts, 0, 0, r0, r1, tf, d).ok());
+  REQUIRE(rec.submit_and_wait().ok());
+  const auto got = f.down(d, (size_t)(r1 - r0) * 8);
+  std::vector<float> gv;
+  std::vector<double> rv;
+  for (uint32_t i = r0; i < r1; ++i) {
+    gv.push_back(got[(size_t)(i - r0) * 8 + 0]);  // entropy
+    rv.push_back(rd.entropy[i]);
+    gv.push_back(got[(size_t)(i - r0) * 8 + 1]);  // log-partition
+    rv.push_back(rd.log_partition[i]);
+  }
+  CHECK_CLOSE_VEC(gv, rv, 1e-4, 1e-4);
 }

@@ -23,9 +23,8 @@
 //   below the table's size gets bit-for-bit the exact path's terms without a transcendental.
 // - RFA_KV_F16: the K and V caches hold fp16 (f16vec2) values; everything after the load is fp32.
 #extension GL_GOOGLE_include_directive : require
-// [[unroll]] on the per-key loops over D: CPU drivers (lavapipe) cap a loop's iterations (~65535
-// in all, to stop runaway shaders), and a D = 64 loop that stays a loop hits the cap after ~500
-// keys per thread; unrolled, the only loops left iterate over keys.
+// [[unroll]] on the loops over D inside the walk over keys: CPU drivers (lavapipe) cap a loop's
+// iterations (see common/rfa_cache_ring.glsl); unrolled, the only loops left iterate over keys.
 #extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
 #ifndef RFA_REDUCE
@@ -108,10 +107,7 @@ layout(push_constant) uniform Push { AttentionPush pc; };
 // A split's partial state: m, l, energy m, energy l, then acc[D] (unnormalised, fp32).
 const uint PART_STRIDE = 4 + 2 * D;
 
-// The ring slot of absolute position p (no division while the ring has not wrapped).
-uint slot_of(uint p) { return p < pc.capacity ? p : p % pc.capacity; }
-// The first key query position i may see.
-uint first_key(uint i) { return (pc.window > 0 && i + 1 > pc.window) ? i + 1 - pc.window : 0; }
+#include "rfa_cache_ring.glsl"
 
 shared vec2 sk[BK * D];
 shared vec2 sv[BK * D];
@@ -267,7 +263,7 @@ void main() {
         const float sc = exp(m - mn);
         m = mn;
         l *= sc;
-        for (uint d = 0; d < D; ++d) acc[d] *= sc;
+        [[unroll]] for (uint d = 0; d < D; ++d) acc[d] *= sc;  // once per tile: past the loop cap at long context
 #if !RFA_SDPA
         float mne = me, sce = 1.0;
         if (GATE) {
@@ -335,7 +331,10 @@ void main() {
     l = lrow;
   }
 
+#endif  // RFA_REDUCE
+
   if (!row_live || sidx != 0) return;
+#if !RFA_REDUCE
   if (SPLIT > 1) {
     // Split-k: hand the partial state to the reduce pass, which runs the epilogue.
     const uint o = (prow + split) * PART_STRIDE;
@@ -354,9 +353,7 @@ void main() {
     }
     return;
   }
-#endif  // RFA_REDUCE
-
-  if (!row_live || sidx != 0) return;
+#endif
   // Epilogue (one thread per row): normalise, counter-rotate, gate, output norm, shift rotation.
   const bool has_keys = l > 0.0;
   const float inv_l = has_keys ? 1.0 / l : 0.0;

@@ -24,6 +24,7 @@
 // Positions are absolute; the caches are rings (slot p % capacity) and, with a window W, key j is
 // masked for query i unless i - W < j <= i.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
 
 layout(local_size_x = 64) in;
@@ -53,17 +54,15 @@ layout(std430, binding = 7) writeonly buffer Pb { float p_out[]; };  // MODE 1: 
 #include "push_layouts.h"
 layout(push_constant) uniform Push { TomographyPush pc; };
 
-uint slot_of(uint p) { return p < pc.capacity ? p : p % pc.capacity; }
-uint first_key(uint i) { return (pc.window > 0 && i + 1 > pc.window) ? i + 1 - pc.window : 0; }
+#include "rfa_cache_ring.glsl"
 
 struct Pair {
   float logit, cross, lag, E;
 };
 
 Pair pair_terms(Head P, uint base, uint i, uint j, vec2 ti, float qn) {
-  float cross = 0.0;
   const uint ic = base + slot_of(i), jc = base + slot_of(j);
-  for (uint d = 0; d < D; ++d) cross += dot(Qc[ic * D + d], KV_LOAD(Kc[jc * D + d]));
+  const float cross = cache_cross(ic, jc);
   const vec2 tj = ts[pc.b * pc.capacity + slot_of(j)];
   float lag = (ti.x - tj.x) + (ti.y - tj.y);
   if (!CAUSAL) lag = abs(lag);

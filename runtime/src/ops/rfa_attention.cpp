@@ -202,7 +202,11 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   // threads of one row merge their states through several barriers, one SIMD-wide workgroup is
   // faster (measured: 20 -> 8 ms per paper-size decode step at context 512). Prefill keeps 64.
   uint32_t wg_cap = 64;
-  if (caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU && n_new <= 8) wg_cap = std::max<uint32_t>(caps.subgroup_size, 4);
+  if (caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU && n_new <= 8) {
+    wg_cap = std::max<uint32_t>(caps.subgroup_size, 4);
+    // ... unless the keys per thread would pass kCpuKeysPerThread (below): then more threads.
+    while (wg_cap < 64 && capacity / wg_cap > kCpuKeysPerThread) wg_cap *= 2;
+  }
   const uint32_t max_wg = std::max<uint32_t>(1, std::min<uint32_t>(wg_cap, caps.max_workgroup_invocations));
   // Few query rows (decode) leave most of a 64-row workgroup idle: split each row's keys instead.
   if (n_new <= 2) {
@@ -215,6 +219,12 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
     t.rows_per_group = 64;
   }
   t.rows_per_group = std::min(t.rows_per_group, max_wg);
+  if (caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU && capacity > kCpuKeysPerThread) {
+    // Enough threads per row that none walks more than kCpuKeysPerThread keys (a power of two).
+    uint32_t s = 1;
+    while (s < max_wg && (capacity + s - 1) / s > kCpuKeysPerThread) s *= 2;
+    t.rows_per_group = std::min(t.rows_per_group, std::max<uint32_t>(1, max_wg / s));
+  }
   t.threads_per_row = max_wg / t.rows_per_group;
   t.workgroup = t.rows_per_group * t.threads_per_row;
   t.merge_chunk = std::min<uint32_t>(dim, 8);

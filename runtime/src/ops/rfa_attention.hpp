@@ -89,6 +89,10 @@ struct AttentionTiling {
 };
 // Split-k applies to calls of at most this many query rows per (batch row, head).
 constexpr uint32_t kSplitRows = 4;
+// CPU devices: at most this many keys per thread. lavapipe stops an invocation's loops after
+// 65,535 iterations in all (a guard against runaway shaders), and a thread walks two loops per
+// key: a prefill of 34,000 keys on one thread per row went wrong from row 32,033.
+constexpr uint32_t kCpuKeysPerThread = 16384;
 // `capacity` (keys per row at most) and `batch * heads` decide split-k; 0 leaves it off.
 AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
                                        uint32_t dim, uint32_t batch_heads = 0, uint32_t capacity = 0);
