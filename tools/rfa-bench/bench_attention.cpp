@@ -200,7 +200,8 @@ int bench_attention(const std::vector<std::string>& args) {
       // Causal pairs times 8 D flops (4 D for Re(conj(q) k), 4 D for the complex accumulation).
       const double pairs = ro.decode ? (double)B * H * N : (double)B * H * N * (N + 1.0) / 2.0;
       const double gflops = pairs * 8.0 * D / (m.gpu_ms * 1e6);
-      // Decode: the K and V caches of every key are read once (plus |K|^2 and times for RFA).
+      // Decode: the K and V caches of every key are read once (RFA's |K|^2 and times, 12 bytes a key,
+      // are not counted).
       const double kv_bytes = (double)B * H * N * D * (ro.kv_f16 ? 4 : 8) * 2;
       const double kv_gbs = kv_bytes / (m.gpu_ms * 1e6);
       const double ratio = m.gpu_ms / base.gpu_ms;

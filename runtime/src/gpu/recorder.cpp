@@ -277,32 +277,34 @@ Status Recorder::wait() {
   return read_timings();
 }
 
+void image_layout_barrier(VkCommandBuffer cb, VkImage image, VkImageLayout from, VkImageLayout to,
+                          VkPipelineStageFlags src_stage, VkAccessFlags src_access, VkPipelineStageFlags dst_stage,
+                          VkAccessFlags dst_access) {
+  VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
+  b.oldLayout = from;
+  b.newLayout = to;
+  b.srcAccessMask = src_access;
+  b.dstAccessMask = dst_access;
+  b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
+  b.image = image;
+  b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+  vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 0, nullptr, 0, nullptr, 1, &b);
+}
+
 void Recorder::copy_to_image(const Buffer& src, VkImage image, uint32_t width, uint32_t height,
                              VkPipelineStageFlags reader) {
   if (!recording_) return;
   track({in(src)});  // a barrier first when src was written since the last one
-  auto transition = [&](VkImageLayout from, VkImageLayout to, VkPipelineStageFlags src_stage, VkAccessFlags src_access,
-                        VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
-    VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
-    b.oldLayout = from;
-    b.newLayout = to;
-    b.srcAccessMask = src_access;
-    b.dstAccessMask = dst_access;
-    b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-    b.image = image;
-    b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-    vkCmdPipelineBarrier(cb_, src_stage, dst_stage, 0, 0, nullptr, 0, nullptr, 1, &b);
-  };
   // Earlier readers (a previous frame's drawing) finish before the copy overwrites the image.
-  transition(VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, reader,
-             VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+  image_layout_barrier(cb_, image, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, reader,
+                       VK_ACCESS_SHADER_READ_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
   VkBufferImageCopy c{};
   c.bufferOffset = src.offset;
   c.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
   c.imageExtent = {width, height, 1};
   vkCmdCopyBufferToImage(cb_, src.vk, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &c);
-  transition(VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
-             VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, reader, VK_ACCESS_SHADER_READ_BIT);
+  image_layout_barrier(cb_, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+                       VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, reader, VK_ACCESS_SHADER_READ_BIT);
 }
 
 Status Recorder::submit_and_wait() {

@@ -49,6 +49,12 @@ enum class GpuTiming {
   per_dispatch,  // a pair around every dispatch: timings() per label, and the total
 };
 
+// A layout transition of a whole single-level colour image, with the stages and accesses on both
+// sides (the recorder's image copies and the heatmap's first clear use it).
+void image_layout_barrier(VkCommandBuffer cb, VkImage image, VkImageLayout from, VkImageLayout to,
+                          VkPipelineStageFlags src_stage, VkAccessFlags src_access, VkPipelineStageFlags dst_stage,
+                          VkAccessFlags dst_access);
+
 class Recorder {
  public:
   explicit Recorder(Context& ctx, GpuTiming timing = GpuTiming::per_dispatch);

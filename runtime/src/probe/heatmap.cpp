@@ -39,20 +39,6 @@ namespace {
 
 using shader::ColormapPush;
 
-// Layout transition of the whole colour image, with the stages and accesses on both sides.
-void image_barrier(VkCommandBuffer cb, VkImage image, VkImageLayout from, VkImageLayout to, VkPipelineStageFlags src_stage,
-                   VkAccessFlags src_access, VkPipelineStageFlags dst_stage, VkAccessFlags dst_access) {
-  VkImageMemoryBarrier b{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
-  b.oldLayout = from;
-  b.newLayout = to;
-  b.srcAccessMask = src_access;
-  b.dstAccessMask = dst_access;
-  b.srcQueueFamilyIndex = b.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED;
-  b.image = image;
-  b.subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-  vkCmdPipelineBarrier(cb, src_stage, dst_stage, 0, 0, nullptr, 0, nullptr, 1, &b);
-}
-
 // Where the sampled image is read: the fragment shader when the shared queue can do graphics;
 // otherwise (a compute-only queue) every later command.
 VkPipelineStageFlags reader_stage(gpu::Context& g) {
@@ -173,14 +159,16 @@ Result<std::unique_ptr<Heatmap>> Heatmap::create(Context& ctx, int width, int he
   const VkPipelineStageFlags reader = reader_stage(g);
   VkImage image = impl->image;
   RFA_TRY(g.submit_once([&](VkCommandBuffer cb) {
-    image_barrier(cb, image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
-                  VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT);
+    gpu::image_layout_barrier(cb, image, VK_IMAGE_LAYOUT_UNDEFINED, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                              VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                              VK_ACCESS_TRANSFER_WRITE_BIT);
     VkClearColorValue c{};
     for (int ch = 0; ch < 4; ++ch) c.float32[ch] = (float)((kHeatmapPending >> (8 * ch)) & 0xff) / 255.0f;
     VkImageSubresourceRange range{VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
     vkCmdClearColorImage(cb, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, &c, 1, &range);
-    image_barrier(cb, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
-                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, reader, VK_ACCESS_SHADER_READ_BIT);
+    gpu::image_layout_barrier(cb, image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, VK_IMAGE_LAYOUT_SHADER_READ_ONLY_OPTIMAL,
+                              VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, reader,
+                              VK_ACCESS_SHADER_READ_BIT);
   }));
   return std::unique_ptr<Heatmap>(new Heatmap(std::move(impl)));
 }
