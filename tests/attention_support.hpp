@@ -278,4 +278,47 @@ inline void check_model(const AttentionParams& p, int B, int N, int times, int c
   if (p.sw.gate) CHECK_CLOSE_VEC(f.trim(g.row_energy), r.energy_lse, tol * 10, tol);
 }
 
+// Kernel paths forced through a context's KernelOptions, and the shapes they are tested on.
+inline AttentionPath path(int direct_kv, int lag_table, int split_k, bool kv_f16, int tile = 0, int f16_math = 0) {
+  AttentionPath p;
+  p.use_default_context = false;
+  p.kernels.attention_direct_kv = direct_kv;
+  p.kernels.attention_lag_table = lag_table;
+  p.kernels.attention_split_k = split_k;
+  p.kernels.attention_tile = tile;
+  p.kernels.attention_f16_math = f16_math;
+  p.kv_f16 = kv_f16;
+  p.lag_table = lag_table != 0;
+  return p;
+}
+
+// The cooperative tile, forced for every call size (fp16 products with f16_math = 1).
+inline AttentionPath tile_path(int lag_table, bool kv_f16, int f16_math = 0) {
+  return path(0, lag_table, 0, kv_f16, 1, f16_math);
+}
+
+inline std::string describe(const AttentionPath& p) {
+  const std::string walk = p.kernels.attention_tile == 1 ? (p.kernels.attention_f16_math == 1 ? "tile f16" : "tile")
+                           : p.kernels.attention_direct_kv == 1 ? "direct"
+                                                                : "tiled";
+  return walk + (p.lag_table ? " +table" : " computed") + " split " + std::to_string(p.kernels.attention_split_k) +
+         (p.kv_f16 ? " kv f16" : " kv f32");
+}
+
+// fp16 K/V: each stored component carries a relative rounding error of at most 2^-11 (4.9e-4).
+// Through the cross term (a sum of D products) and the softmax the outputs and log-partitions of
+// these unit-scale inputs move by a few times that: the bound below is 8 * 2^-11 = 3.9e-3, abs or
+// rel. Measured worst case over this suite on lavapipe: see the MESSAGE lines of the f16 case.
+constexpr double kTolF16 = 8.0 / 2048.0;
+
+struct Shape {
+  int B, H, D, N, times, chunk;
+};
+
+// The off-tile shapes, each with the call size that exercises it (decode steps reach split-k).
+inline const Shape kShapes[] = {
+    {1, 1, 4, 1, 0, 1},   {2, 3, 8, 2, 1, 1},    {1, 8, 32, 61, 0, 1},   {2, 3, 64, 127, 1, 3},
+    {1, 1, 8, 1000, 0, 4}, {1, 3, 4, 2053, 1, 2053}, {2, 1, 16, 127, 0, 127}};
+
+
 }  // namespace rfa::test

@@ -21,41 +21,6 @@
 using namespace rfa;
 using namespace rfa::test;
 
-namespace {
-
-AttentionPath path(int direct_kv, int lag_table, int split_k, bool kv_f16) {
-  AttentionPath p;
-  p.use_default_context = false;
-  p.kernels.attention_direct_kv = direct_kv;
-  p.kernels.attention_lag_table = lag_table;
-  p.kernels.attention_split_k = split_k;
-  p.kv_f16 = kv_f16;
-  p.lag_table = lag_table != 0;
-  return p;
-}
-
-std::string describe(const AttentionPath& p) {
-  return std::string(p.kernels.attention_direct_kv == 1 ? "direct" : "tiled") +
-         (p.lag_table ? " +table" : " computed") + " split " + std::to_string(p.kernels.attention_split_k) +
-         (p.kv_f16 ? " kv f16" : " kv f32");
-}
-
-// fp16 K/V: each stored component carries a relative rounding error of at most 2^-11 (4.9e-4).
-// Through the cross term (a sum of D products) and the softmax the outputs and log-partitions of
-// these unit-scale inputs move by a few times that: the bound below is 8 * 2^-11 = 3.9e-3, abs or
-// rel. Measured worst case over this suite on lavapipe: see the MESSAGE lines of the f16 case.
-constexpr double kTolF16 = 8.0 / 2048.0;
-
-struct Shape {
-  int B, H, D, N, times, chunk;
-};
-
-// The off-tile shapes, each with the call size that exercises it (decode steps reach split-k).
-const Shape kShapes[] = {
-    {1, 1, 4, 1, 0, 1},   {2, 3, 8, 2, 1, 1},    {1, 8, 32, 61, 0, 1},   {2, 3, 64, 127, 1, 3},
-    {1, 1, 8, 1000, 0, 4}, {1, 3, 4, 2053, 1, 2053}, {2, 1, 16, 127, 0, 127}};
-
-}  // namespace
 
 TEST_CASE("every kernel path matches the twin on off-tile shapes") {
   const AttentionPath paths[] = {

@@ -30,11 +30,15 @@
 #ifndef RFA_REDUCE
 #define RFA_REDUCE 0
 #endif
+// RFA_TILE: the cooperative tile of common/attention_tile.glsl replaces the walk over keys.
+#ifndef RFA_TILE
+#define RFA_TILE 0
+#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 64;   // BQ * S
 layout(constant_id = 1) const uint BQ = 64;   // query rows per workgroup
-layout(constant_id = 2) const uint S = 1;     // threads per query row
+layout(constant_id = 2) const uint S = 1;     // threads per query row (RFA_TILE: per key/dim group)
 layout(constant_id = 3) const uint BK = 32;   // keys per shared-memory tile
 layout(constant_id = 4) const uint D = 32;    // complex dims per head
 layout(constant_id = 5) const uint DC = 8;    // complex components merged per reduction round
@@ -109,6 +113,7 @@ const uint PART_STRIDE = 4 + 2 * D;
 
 #include "rfa_cache_ring.glsl"
 
+#if !RFA_TILE  // the tile declares its own shared memory (common/attention_tile.glsl)
 shared vec2 sk[BK * D];
 shared vec2 sv[BK * D];
 #if !RFA_SDPA
@@ -120,6 +125,7 @@ shared float sl[WG];
 shared float sle[WG];
 shared vec2 sred[RED];
 shared vec2 sfin[FIN];
+#endif
 
 #if !RFA_SDPA
 // E, B and P of one pair: from the lag table when the float lag is an integer the table covers
@@ -139,16 +145,21 @@ LagTerms pair_lag_terms(Head P, uint h, float lag) {
 }
 #endif
 
+#if RFA_TILE
+#include "attention_tile.glsl"
+#endif
+
 void main() {
   const uint tid = gl_LocalInvocationID.x;
-  const uint rloc = tid / S, sidx = tid % S;
+  // The row this thread merges and finishes (the tile: threads [0, BQ), one row each).
+  const uint rloc = RFA_TILE != 0 ? tid : tid / S, sidx = RFA_TILE != 0 ? 0 : tid % S;
   const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
   // Split-k: workgroup x = query group * SPLIT + split (the reduce pass has one split per x).
   const uint split = (RFA_REDUCE == 0 && SPLIT > 1) ? gl_WorkGroupID.x % SPLIT : 0;
   const uint qgroup = (RFA_REDUCE == 0 && SPLIT > 1) ? gl_WorkGroupID.x / SPLIT : gl_WorkGroupID.x;
   const uint q0 = qgroup * BQ;
   const uint qi = q0 + rloc;
-  const bool row_live = qi < pc.n_new;
+  const bool row_live = qi < pc.n_new && rloc < BQ;
   const uint pos0 = span.pos0, kv_len = span.kv_len;
   const uint i = pos0 + qi;
   const uint base = (b * pc.heads + h) * pc.capacity;
@@ -183,6 +194,8 @@ void main() {
 #endif
     }
   }
+#elif RFA_TILE
+#include "attention_tile_walk.glsl"
 #else
   const uint last_q = min(q0 + BQ, pc.n_new) - 1;
   uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;

@@ -45,6 +45,8 @@ struct KernelOptions {
   int attention_direct_kv = -1;  // -1 device's choice; 0 shared-memory key tiles; 1 keys read from the cache
   int attention_lag_table = -1;  // -1 device's choice (on); 0 every pair's E, B, P computed; 1 integer lags from a table
   int attention_split_k = -1;    // -1 device's choice; 0 or 1 one pass; n > 1 keys split n ways, then a reduce pass
+  int attention_tile = -1;       // -1 device's choice (GPUs, > 8 rows); 0 off; 1 the cooperative tile where it applies
+  int attention_f16_math = -1;   // -1 device's choice (off); 0 fp32; 1 fp16 products in the tile (needs shaderFloat16)
   bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
 };
 // The overrides named by the RFA_* environment variables above (defaults where unset).

@@ -31,6 +31,10 @@ KernelOptions kernel_options_from_environment() {
   if (!table.empty()) k.attention_lag_table = table == "1" ? 1 : 0;
   const std::string split = env("RFA_ATTN_SPLIT_K");
   if (!split.empty()) k.attention_split_k = std::max(0, std::atoi(split.c_str()));
+  const std::string tile = env("RFA_ATTN_TILE");
+  if (!tile.empty()) k.attention_tile = tile == "1" ? 1 : 0;
+  const std::string f16 = env("RFA_ATTN_F16_MATH");
+  if (!f16.empty()) k.attention_f16_math = f16 == "1" ? 1 : 0;
   const std::string no_push = env("RFA_NO_PUSH_DESCRIPTORS");
   k.push_descriptors = no_push.empty() || no_push == "0";
   return k;

@@ -108,8 +108,9 @@ Capabilities probe_capabilities(VkInstance, VkPhysicalDevice phys, uint32_t queu
   VkPhysicalDeviceShaderFloat16Int8Features f16arith{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   feats.pNext = &f16storage;
-  if (p.apiVersion >= VK_API_VERSION_1_2 || device_has_extension(phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME))
-    f16storage.pNext = &f16arith;
+  // The instance asks for Vulkan 1.1, so fp16 arithmetic is enabled through the extension (not
+  // as a 1.2 core feature): only a device that lists it counts.
+  if (device_has_extension(phys, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) f16storage.pNext = &f16arith;
   vkGetPhysicalDeviceFeatures2(phys, &feats);
   c.storage_16bit = f16storage.storageBuffer16BitAccess;
   c.shader_float16 = f16storage.pNext ? f16arith.shaderFloat16 : false;

@@ -234,6 +234,13 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   feats.features.shaderFloat64 = caps.shader_float64 ? VK_TRUE : VK_FALSE;
   feats.pNext = &f16;
+  // fp16 arithmetic for the attention tile's fp16 products (KernelOptions::attention_f16_math).
+  VkPhysicalDeviceShaderFloat16Int8Features f16arith{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  if (caps.shader_float16) {
+    f16arith.shaderFloat16 = VK_TRUE;
+    f16.pNext = &f16arith;
+    exts.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  }
 
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &feats;
@@ -273,6 +280,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
   ctx->caps_.push_descriptors = ctx->caps_.push_descriptors && push && options.kernels.push_descriptors;
   ctx->caps_.storage_16bit = false;  // unknown whether the app enabled the feature
   ctx->caps_.shader_float64 = false;  // likewise
+  ctx->caps_.shader_float16 = false;  // likewise
   RFA_TRY(ctx->init_common(options));
   return ctx;
 }

@@ -195,8 +195,39 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
   return c;
 }
 
+uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate) {
+  const uint32_t elt = f16 ? 4 : 8;  // one complex component of the Q, K/V tiles
+  return rows * (dim + 1) * elt + keys * (dim + 1) * elt  // tq, tkv
+         + rows * (keys + 1) * 8                          // tpe: (logit, E) per pair
+         + (gate ? rows * (keys + 1) * 4 : 4)              // ten: the gate's energies
+         + rows * (4 + 4 + 8) + keys * (4 + 8);           // tscale, tqn, tqt; tkn, tkt
+}
+
+namespace {
+// The cooperative tile for prefill-sized calls (see common/attention_tile.glsl): 128 threads in
+// groups of S = 8 (4 at D = 4) sharing keys and dims, 64 query rows and 32 keys a tile, halved
+// (keys first, then rows) until the tile fits the device's shared memory. Returns false when it
+// cannot fit at all.
+bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, AttentionTiling& t) {
+  const uint32_t wg = caps.max_workgroup_invocations >= 128 ? 128 : 64;
+  const uint32_t s = std::min<uint32_t>(8, dim), nr = wg / s;
+  uint32_t bq = 64, bk = 32;
+  while (tile_shared_bytes(bq, bk, dim, f16, gate) > caps.max_shared_memory) {
+    if (bk > 16) bk /= 2;
+    else if (bq > nr) bq /= 2;
+    else return false;
+  }
+  t.workgroup = wg;
+  t.threads_per_row = s;
+  t.rows_per_group = bq;
+  t.keys_per_tile = bk;
+  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate);
+  return true;
+}
+}  // namespace
+
 AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
-                                       uint32_t dim, uint32_t batch_heads, uint32_t capacity) {
+                                       uint32_t dim, uint32_t batch_heads, uint32_t capacity, bool gate) {
   AttentionTiling t;
   // On CPU devices (lavapipe) a workgroup barrier switches every invocation; for decode, where the
   // threads of one row merge their states through several barriers, one SIMD-wide workgroup is
@@ -264,11 +295,41 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
     split_why = ", split-k: too few workgroups for the keys";
   }
   t.splits = std::max<uint32_t>(1, std::min(splits, max_splits));
+  // The cooperative tile: the GPU path for calls of more than kTileMinRows rows (decode steps keep
+  // threads per row and split-k), forced on or off by KernelOptions::attention_tile for any call.
+  // CPU devices keep the path above (1.05x SDPA on lavapipe); forced there, it needs a bounded
+  // walk (lavapipe's loop cap, see kCpuKeysPerThread): at most kCpuTileKeys keys.
+  std::string tile_why;
+  const bool want_tile = overrides.attention_tile < 0 ? (!cpu && n_new > kTileMinRows) : overrides.attention_tile == 1;
+  if (want_tile && cpu && capacity > kCpuTileKeys) {
+    tile_why = ", tile refused: more than " + std::to_string(kCpuTileKeys) + " keys on a CPU device";
+  } else if (want_tile) {
+    const bool f16_wanted = overrides.attention_f16_math == 1;
+    const bool f16 = f16_wanted && caps.shader_float16;
+    AttentionTiling tt = t;
+    if (choose_tile(caps, dim, f16, gate, tt)) {
+      tt.tile = true;
+      tt.f16_math = f16;
+      tt.direct_kv = false;
+      tt.splits = 1;
+      tt.groups_x = (n_new + tt.rows_per_group - 1) / tt.rows_per_group;
+      tt.why = std::string(cpu ? "CPU device: " : "GPU: ") + "cooperative tile " + std::to_string(tt.rows_per_group) +
+               " rows x " + std::to_string(tt.keys_per_tile) + " keys, " + std::to_string(tt.workgroup) +
+               " threads in groups of " + std::to_string(tt.threads_per_row) + " (" +
+               std::to_string(tt.shared_bytes) + " B shared)" +
+               (overrides.attention_tile == 1 ? ", forced" : ", prefill-sized call") +
+               (f16 ? ", fp16 products" : (f16_wanted ? ", fp32 (fp16 products need shaderFloat16)" : "")) +
+               (tt.lag_table ? ", integer lags from the table" : ", every pair's terms computed");
+      return tt;
+    }
+    tile_why = ", tile refused: " + std::to_string(tile_shared_bytes(16, 16, dim, f16, gate)) +
+               " B of shared memory needed at least, the device has " + std::to_string(caps.max_shared_memory);
+  }
   t.groups_x *= t.splits;
   t.why = std::string(cpu ? "CPU device: " : "GPU: ") + (t.direct_kv ? "keys read from the cache" : "key tiles in shared memory") +
           (t.threads_per_row > 1 ? ", " + std::to_string(t.threads_per_row) + " threads per row (few rows)" : "") +
           (t.lag_table ? ", integer lags from the table" : ", every pair's terms computed") +
-          (t.splits > 1 ? std::string(split_why) + " (" + std::to_string(t.splits) + " splits)" : "");
+          (t.splits > 1 ? std::string(split_why) + " (" + std::to_string(t.splits) + " splits)" : "") + tile_why;
   return t;
 }
 
@@ -341,6 +402,12 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
   return Status::Ok();
 }
 
+std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16) {
+  std::string n = family;
+  if (t.tile) n += t.f16_math ? "_tile_f16" : "_tile";
+  return kv_f16 ? n + "_kv16" : n;
+}
+
 Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
                         const AttentionSpan& span) {
@@ -350,8 +417,9 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   auto positions = prepare_span(rec, cache, span, p.sw.causal);
   if (!positions) return positions.status();
   RFA_TRY(check_size(out, (uint64_t)B * n_new * 2 * H * D * 4, "out"));
-  const AttentionTiling t = choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity);
   const AttentionSwitches& sw = p.sw;
+  const AttentionTiling t =
+      choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity, sw.gate);
   // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL, 9: COV, 10: BIAS,
   // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM,
   // 18: DIRECT_KV, 19: SPLIT
@@ -365,7 +433,7 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1);
   switches(spec);
   spec.flag(t.direct_kv).u32(t.splits);
-  auto pipe = ctx.pipelines().get<AttentionPush>(cache.kv_f16 ? "rfa_attention_kv16" : "rfa_attention", spec);
+  auto pipe = ctx.pipelines().get<AttentionPush>(attention_kernel_name("rfa_attention", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};
   const std::vector<gpu::Binding> bindings = {

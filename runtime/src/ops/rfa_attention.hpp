@@ -77,7 +77,8 @@ struct AttentionSpan {
 // never ad hoc, and printed by rfa-bench and rfa-run --self-check (`why` says why).
 struct AttentionTiling {
   uint32_t rows_per_group = 64;     // BQ
-  uint32_t threads_per_row = 1;     // S: > 1 splits each row's keys inside a workgroup (decode)
+  uint32_t threads_per_row = 1;     // S: > 1 splits each row's keys inside a workgroup (decode);
+                                    // the tile: threads sharing a row group's keys and dims
   uint32_t keys_per_tile = 32;      // BK
   uint32_t merge_chunk = 8;         // DC
   uint32_t workgroup = 64;          // BQ * S
@@ -85,8 +86,13 @@ struct AttentionTiling {
   uint32_t splits = 1;              // split-k: key splits across workgroups, merged by a reduce pass
   bool direct_kv = false;           // read K/V straight from the cache (CPU devices), no tiles
   bool lag_table = true;            // integer lags read E, B, P from the cache's lag table
+  bool tile = false;                // the cooperative tile (common/attention_tile.glsl): GPU prefill
+  bool f16_math = false;            // the tile's Q/K/V tiles and products in fp16
+  uint32_t shared_bytes = 0;        // the tile's shared memory (0: the other paths)
   std::string why;                  // one line: which path and why
 };
+// The shared memory of the cooperative tile for a shape (what the shader declares).
+uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate);
 // Split-k applies to calls of at most this many query rows per (batch row, head).
 constexpr uint32_t kSplitRows = 4;
 // CPU devices: at most this many keys per thread. lavapipe stops an invocation's loops after
@@ -94,8 +100,17 @@ constexpr uint32_t kSplitRows = 4;
 // key: a prefill of 34,000 keys on one thread per row went wrong from row 32,033.
 constexpr uint32_t kCpuKeysPerThread = 16384;
 // `capacity` (keys per row at most) and `batch * heads` decide split-k; 0 leaves it off.
+// Calls of more rows than this take the cooperative tile on GPUs (decode steps do not).
+constexpr uint32_t kTileMinRows = 8;
+// CPU devices run the tile only when forced, and for at most this many keys (the loop cap).
+constexpr uint32_t kCpuTileKeys = 8192;
+// `gate`: the layer's gate is on (the tile then keeps a per-pair energy in shared memory).
 AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
-                                       uint32_t dim, uint32_t batch_heads = 0, uint32_t capacity = 0);
+                                       uint32_t dim, uint32_t batch_heads = 0, uint32_t capacity = 0,
+                                       bool gate = false);
+
+// The shader of a tiling: `family` ("rfa_attention", "sdpa") + "_tile" / "_tile_f16" + "_kv16".
+std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16);
 
 // Records the lag table of `cache` for the layer `w` (one dispatch; the session records it once
 // when it creates the caches). Until it has run, every pair computes its terms.

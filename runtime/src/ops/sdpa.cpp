@@ -25,7 +25,7 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
   spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
       .flag(causal).flag(t.direct_kv).u32(t.splits);
-  auto pipe = ctx.pipelines().get<shader::AttentionPush>(cache.kv_f16 ? "sdpa_kv16" : "sdpa", spec);
+  auto pipe = ctx.pipelines().get<shader::AttentionPush>(attention_kernel_name("sdpa", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const shader::AttentionPush push{n_new, cache.capacity, H, cache.window,
                                    scale > 0.f ? scale : (float)(1.0 / std::sqrt(2.0 * D)), 0u};

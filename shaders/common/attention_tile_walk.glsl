@@ -1,0 +1,153 @@
+// The walk over key tiles of the cooperative tile (common/attention_tile.glsl describes the phases):
+// statements of main() in common/attention_body.glsl, which has declared tid, q0, pos0, kv_len,
+// base, tbase, h, P and the row state m, l (me, le), acc[D] of thread tid < BQ.
+{
+  const uint tr = tid / S, tc = tid % S;
+  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
+  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
+  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the first row's oldest key
+
+  // The Q tile and the rows' terms (rows past n_new are zero and fully masked).
+  for (uint e = tid; e < BQ * D; e += WG) {
+    const uint r = e / D, qr = q0 + r;
+    vec2 x = qr < pc.n_new ? Qc[(base + slot_of(pos0 + qr)) * D + e % D] : vec2(0.0);
+#if RFA_SDPA
+    x *= pc.scale;
+#endif
+    tq[r * DP + e % D] = TILE_T(x);
+  }
+#if !RFA_SDPA
+  for (uint r = tid; r < BQ; r += WG) {
+    const bool live = q0 + r < pc.n_new;
+    const uint s = slot_of(pos0 + q0 + r);
+    tqn[r] = live ? q_norm2[base + s] : 0.0;
+    tqt[r] = live ? ts[tbase + s] : vec2(0.0);
+  }
+#endif
+
+  vec2 acc_t[TR * TD];
+  [[unroll]] for (uint k = 0; k < TR * TD; ++k) acc_t[k] = vec2(0.0);
+
+  for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
+    const uint nk = min(BK, kv_end - j0);
+    for (uint e = tid; e < nk * D; e += WG)
+      tkv[(e / D) * DP + e % D] = TILE_T(KV_LOAD(Kc[(base + slot_of(j0 + e / D)) * D + e % D]));
+#if !RFA_SDPA
+    for (uint e = tid; e < nk; e += WG) {
+      const uint s = slot_of(j0 + e);
+      tkn[e] = k_norm2[base + s];
+      tkt[e] = ts[tbase + s];
+    }
+#endif
+    barrier();
+
+    // A. Cross terms, TR x TC per thread (keys past nk give values phase B masks).
+    {
+      float s[TR * TC];
+      [[unroll]] for (uint k = 0; k < TR * TC; ++k) s[k] = 0.0;
+      [[unroll]] for (uint d = 0; d < D; ++d) {
+        TILE_T kk[TC];
+        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) kk[b2] = tkv[(tc + S * b2) * DP + d];
+        [[unroll]] for (uint a = 0; a < TR; ++a) {
+          const TILE_T qq = tq[(tr + NR * a) * DP + d];
+          [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) s[a * TC + b2] += TILE_DOT(qq, kk[b2]);
+        }
+      }
+      [[unroll]] for (uint a = 0; a < TR; ++a)
+        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) tpe[(tr + NR * a) * BKP + tc + S * b2].x = s[a * TC + b2];
+    }
+    barrier();
+
+    // B. The pair terms and the mask, once per pair; the V tile over the K tile.
+    for (uint e = tid; e < BQ * BK; e += WG) {
+      const uint r = e / BK, c = e % BK;
+      const uint qr = q0 + r, ii = pos0 + qr, j = j0 + c;
+      const bool valid = qr < pc.n_new && c < nk && (!CAUSAL || (j <= ii && j >= first_key(ii)));
+      const float cross = tpe[r * BKP + c].x;
+      float logit = NEG_INF;
+#if RFA_SDPA
+      if (valid) logit = cross;
+      tpe[r * BKP + c] = vec2(logit, 1.0);
+#else
+      float E = 0.0, energy = NEG_INF;
+      if (valid) {
+        const vec2 tiv = tqt[r], tj = tkt[c];
+        float lag = (tiv.x - tj.x) + (tiv.y - tj.y);
+        if (!CAUSAL) lag = abs(lag);
+        const LagTerms t = pair_lag_terms(P, h, lag);
+        rfa_pair_logit(P, t, tqn[r], tkn[c], cross, logit, energy);
+        E = t.E;
+      }
+      tpe[r * BKP + c] = vec2(logit, E);
+      if (GATE) ten[r * BKP + c] = energy;
+#endif
+    }
+    for (uint e = tid; e < nk * D; e += WG)
+      tkv[(e / D) * DP + e % D] = TILE_T(KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]));
+    barrier();
+
+    // C. Online softmax, one thread per row: rescale factor, then p E over the logit.
+    if (tid < BQ) {
+      const uint r = tid;
+      float tmax = NEG_INF;
+      for (uint c = 0; c < nk; ++c) tmax = max(tmax, tpe[r * BKP + c].x);
+      float sc = 1.0;
+      if (tmax != NEG_INF) {
+        const float mn = max(m, tmax);
+        sc = exp(m - mn);
+        m = mn;
+        l *= sc;
+#if !RFA_SDPA
+        float emax = NEG_INF;
+        if (GATE) {
+          for (uint c = 0; c < nk; ++c) emax = max(emax, ten[r * BKP + c]);
+          const float mne = max(me, emax);
+          le *= exp(me - mne);
+          me = mne;
+        }
+#endif
+        for (uint c = 0; c < nk; ++c) {
+          const vec2 pe = tpe[r * BKP + c];
+          const float p = exp(pe.x - m);
+          l += p;
+          tpe[r * BKP + c].x = p * pe.y;  // decayed attention A = Ahat E (SDPA: E = 1)
+#if !RFA_SDPA
+          if (GATE) le += exp(ten[r * BKP + c] - me);
+#endif
+        }
+      } else {
+        for (uint c = 0; c < nk; ++c) tpe[r * BKP + c].x = 0.0;  // no key of this tile is visible
+      }
+      tscale[r] = sc;
+    }
+    barrier();
+
+    // D. Value aggregation, TR rows x TD dims per thread.
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      const float sc = tscale[tr + NR * a];
+      [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] *= sc;
+    }
+    for (uint c = 0; c < nk; ++c) {
+      TILE_T vv[TD];
+      [[unroll]] for (uint e = 0; e < TD; ++e) vv[e] = tkv[c * DP + tc + S * e];
+      [[unroll]] for (uint a = 0; a < TR; ++a) {
+        const float p = tpe[(tr + NR * a) * BKP + c].x;
+        [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] += TILE_WEIGHTED(p, vv[e]);
+      }
+    }
+    barrier();
+  }
+
+  // Hand the accumulators to the row threads, OUT_CHUNK dims a round through tpe.
+  [[unroll]] for (uint c0 = 0; c0 < D; c0 += OUT_CHUNK) {
+    [[unroll]] for (uint a = 0; a < TR; ++a)
+      [[unroll]] for (uint e = 0; e < TD; ++e) {
+        const uint d = tc + S * e;
+        if (d >= c0 && d < c0 + OUT_CHUNK) tpe[(tr + NR * a) * OUT_CHUNK + d - c0] = acc_t[a * TD + e];
+      }
+    barrier();
+    if (tid < BQ)
+      [[unroll]] for (uint k = 0; k < OUT_CHUNK; ++k) acc[c0 + k] = tpe[tid * OUT_CHUNK + k];
+    barrier();
+  }
+}

@@ -1,0 +1,218 @@
+// The cooperative tile (common/attention_tile.glsl), the GPU path for prefill, against the
+// double-precision twin: forced on through KernelOptions for every call size (lavapipe would not
+// choose it), on the off-tile shapes, uniform and irregular timestamps, every variant switch, fp32
+// and fp16 K/V caches, fp16 products where the device has shaderFloat16; equal to the one-pass
+// kernel it replaces; the probes over the row statistics it writes; the choice of tile as data.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attention_support.hpp"
+#include "gpu/capabilities.hpp"
+#include "ops/rfa_attention.hpp"
+#include "ops/rfa_probe.hpp"
+#include "reference/attention_ref.hpp"
+
+using namespace rfa;
+using namespace rfa::test;
+
+namespace {
+
+// fp16 products (f16_math): Q, K and V are rounded to fp16 in the tiles (2^-11 relative each), each
+// complex product Re(conj(q_d) k_d) = q.x k.x + q.y k.y is formed in fp16 (two more roundings) and
+// each weight p E is rounded once before its fp16 product with V: four roundings where the fp16
+// K/V cache has one, so the bound is four times kTolF16, 32 * 2^-11 = 0.016 abs or rel on outputs
+// and log-partitions of these unit-scale inputs. Measured worst case: the MESSAGE line of the case.
+constexpr double kTolF16Math = 4 * kTolF16;
+
+bool device_has_f16_math(const AttentionPath& ap) { return ap.gpu().caps().shader_float16; }
+
+}  // namespace
+
+TEST_CASE("the cooperative tile matches the twin on off-tile shapes") {
+  int k = 0;
+  for (const AttentionPath& ap : {tile_path(1, false), tile_path(0, false), tile_path(1, true)})
+    for (const Shape& s : kShapes) {
+      CAPTURE(describe(ap));
+      const char* name = (k++ % 3 == 0) ? "M2.7" : "M2";  // the gate (energy state) on some
+      const double tol = ap.kv_f16 ? kTolF16 : kTol;
+      check_model(model(name, s.H, s.D), s.B, s.N, s.times, s.chunk, 11, ap, tol);
+      // The tile was the path that ran (the tiling is a pure function of the same inputs).
+      const auto t = ops::choose_attention_tiling(ap.gpu().caps(), ap.kernels, (uint32_t)s.chunk, (uint32_t)s.D,
+                                                  (uint32_t)(s.B * s.H), (uint32_t)s.N, (k - 1) % 3 == 0);
+      CHECK(t.tile);
+    }
+}
+
+TEST_CASE("every switch on the cooperative tile") {
+  for (const AttentionPath& ap : {tile_path(1, false), tile_path(0, true)})
+    for (int mask = 0; mask < 8; ++mask) {
+      AttentionParams p = model("M2", 3, 16, 17 + mask);
+      p.sw.causal = (mask & 1) == 0;
+      p.sw.complex_output_norm = (mask & 4) != 0;
+      p.sw.shift_rotation = mask != 3;
+      p.sw.gate = mask >= 5;
+      p.sw.counter_rotate = mask != 6;
+      p.sw.covariance = (Covariance)(mask % 4);
+      p.sw.additive_bias = (AdditiveBias)(mask % 3);
+      p.sw.precision = (RobustPrecision)((mask / 2) % 3);
+      CAPTURE(describe(ap));
+      CAPTURE(mask);
+      // Non-causal layers: one call over every position (a non-causal prefix is not the twin's).
+      check_model(p, 2, p.sw.causal ? 75 : 70, mask % 2, p.sw.causal ? 33 : 70, 11, ap,
+                  ap.kv_f16 ? kTolF16 : kTol);
+    }
+}
+
+TEST_CASE("the tile equals the one-pass kernel it replaces") {
+  const AttentionParams p = model("M2.7", 3, 32);
+  const Inputs in = make_inputs(p, 2, 300, 5, 1);
+  auto run = [&](const AttentionPath& ap) {
+    Fixture f(p, in, 0, ap);
+    GpuRun r = f.run(100);  // three prefill calls: later calls read earlier keys through the cache
+    r.row_max = f.trim(r.row_max);
+    r.row_sum = f.trim(r.row_sum);
+    r.row_energy = f.trim(r.row_energy);
+    return r;
+  };
+  const GpuRun one = run(path(0, 1, 0, false));
+  const GpuRun tile = run(tile_path(1, false));
+  // The same fp32 terms summed in another order: agreement to a few fp32 ulps of the scale.
+  CHECK_CLOSE_VEC(tile.out, to_double(one.out), 1e-5, 1e-5);
+  CHECK_CLOSE_VEC(tile.row_max, to_double(one.row_max), 1e-6, 1e-5);
+  CHECK_CLOSE_VEC(tile.row_sum, to_double(one.row_sum), 1e-5, 1e-5);
+  CHECK_CLOSE_VEC(tile.row_energy, to_double(one.row_energy), 1e-5, 1e-5);
+}
+
+TEST_CASE("fp16 products in the tile match the twin within their bound") {
+  const AttentionPath probe = tile_path(1, false, 1);
+  if (!device_has_f16_math(probe)) {
+    MESSAGE("skipped: the device has no shaderFloat16 (VK_KHR_shader_float16_int8), so the fp16-product tile cannot run");
+    return;
+  }
+  double worst = 0;
+  for (const AttentionPath& ap : {tile_path(1, false, 1), tile_path(0, true, 1)})
+    for (const Shape& s : kShapes) {
+      if (s.N > 1000) continue;  // the long case below
+      CAPTURE(describe(ap));
+      CAPTURE(s.N);
+      CAPTURE(s.D);
+      const auto t = ops::choose_attention_tiling(ap.gpu().caps(), ap.kernels, (uint32_t)s.chunk, (uint32_t)s.D,
+                                                  (uint32_t)(s.B * s.H), (uint32_t)s.N, false);
+      REQUIRE(t.f16_math);
+      const AttentionParams p = model("M2", s.H, s.D);
+      const Inputs in = make_inputs(p, s.B, s.N, 11, s.times);
+      const ref::AttentionOutputs r = twin(p, in);
+      Fixture f(p, in, 0, ap);
+      const GpuRun g = f.run(s.chunk);
+      const auto want = ref::pack_complex(r.est, s.B * s.N, p.heads, p.dim);
+      CHECK_CLOSE_VEC(g.out, want, kTolF16Math, kTolF16Math);
+      for (size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::fabs(g.out[i] - want[i]) / (1.0 + std::fabs(want[i])));
+    }
+  check_model(model("M2.7", 3, 64), 1, 2053, 1, 2053, 11, tile_path(1, false, 1), kTolF16Math);
+  MESSAGE("fp16 products: worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst);
+  CHECK(worst > 0.0);
+  CHECK(worst <= kTolF16Math);
+}
+
+TEST_CASE("probes read the row statistics the tile writes") {
+  for (const AttentionPath& ap : {tile_path(1, false), tile_path(0, true)}) {
+    CAPTURE(describe(ap));
+    const AttentionParams p = model("M2", 3, 8);
+    const int N = 61;
+    const Inputs in = make_inputs(p, 2, N, 9, 1);
+    const ref::AttentionOutputs r = twin(p, in, true);
+    Fixture f(p, in, 0, ap);
+    f.run(20);
+    const double tol = ap.kv_f16 ? kTolF16 : 1e-4;
+    const uint32_t b = 1, h = 2, r0 = 5, r1 = 61, c0 = 0, c1 = 61;
+    const size_t n = (size_t)(r1 - r0) * (c1 - c0);
+    gpu::Buffer ah = f.up(std::vector<float>(n)), aa = f.up(std::vector<float>(n));
+    gpu::Recorder rec(f.g);
+    REQUIRE(rec.begin().ok());
+    REQUIRE(ops::record_rfa_probe(f.g, rec, f.w, f.cache, f.ts, b, h, r0, r1, c0, c1, ah, aa).ok());
+    REQUIRE(rec.submit_and_wait().ok());
+    std::vector<double> ra, rb;
+    for (uint32_t i = r0; i < r1; ++i)
+      for (uint32_t j = c0; j < c1; ++j) {
+        const size_t idx = (((size_t)b * 3 + h) * N + i) * N + j;
+        ra.push_back(r.Ahat[idx]);
+        rb.push_back(r.A[idx]);
+      }
+    CHECK_CLOSE_VEC(f.down(ah, n), ra, 1e-5, tol);
+    CHECK_CLOSE_VEC(f.down(aa, n), rb, 1e-5, tol);
+  }
+}
+
+TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, refused where it cannot run") {
+  gpu::Capabilities gpu_caps;
+  gpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  gpu_caps.subgroup_size = 32;
+  gpu_caps.max_workgroup_invocations = 1024;
+  gpu_caps.max_shared_memory = 49152;
+  gpu::Capabilities cpu_caps = gpu_caps;
+  cpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const KernelOptions none;
+  // Prefill on a GPU: 64 rows x 32 keys, 128 threads in groups of 8, within shared memory.
+  auto t = ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 65536);
+  CHECK(t.tile);
+  CHECK(t.rows_per_group == 64);
+  CHECK(t.keys_per_tile == 32);
+  CHECK(t.workgroup == 128);
+  CHECK(t.threads_per_row == 8);
+  CHECK(t.splits == 1);
+  CHECK(t.groups_x == 8);
+  CHECK(t.shared_bytes == ops::tile_shared_bytes(64, 32, 32, false, false));
+  CHECK(t.shared_bytes <= gpu_caps.max_shared_memory);
+  CHECK(t.why.find("cooperative tile") != std::string::npos);
+  // The gate's energies and D = 64 shrink the tile until it fits.
+  for (uint32_t D : {4u, 8u, 16u, 32u, 64u})
+    for (bool gate : {false, true}) {
+      const auto u = ops::choose_attention_tiling(gpu_caps, none, 100, D, 8, 4096, gate);
+      CAPTURE(D);
+      CAPTURE(gate);
+      CHECK(u.tile);
+      CHECK(u.shared_bytes <= gpu_caps.max_shared_memory);
+      CHECK(D % u.threads_per_row == 0);
+      CHECK(u.keys_per_tile % u.threads_per_row == 0);
+      CHECK(u.rows_per_group % (u.workgroup / u.threads_per_row) == 0);
+    }
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, 100, 32, 8, 4096, true).keys_per_tile == 16);
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, 100, 64, 8, 4096).rows_per_group == 32);
+  // Decode steps keep threads per row and split-k; 8 rows is not yet a tile.
+  CHECK(!ops::choose_attention_tiling(gpu_caps, none, 1, 32, 8, 65536).tile);
+  CHECK(!ops::choose_attention_tiling(gpu_caps, none, ops::kTileMinRows, 32, 8, 65536).tile);
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, ops::kTileMinRows + 1, 32, 8, 65536).tile);
+  // Turned off: the shared-memory key tiles of before.
+  KernelOptions off;
+  off.attention_tile = 0;
+  CHECK(!ops::choose_attention_tiling(gpu_caps, off, 512, 32, 8, 65536).tile);
+  // CPU devices: never by default; forced, only for a bounded walk.
+  CHECK(!ops::choose_attention_tiling(cpu_caps, none, 512, 32, 8, 4096).tile);
+  KernelOptions on;
+  on.attention_tile = 1;
+  CHECK(ops::choose_attention_tiling(cpu_caps, on, 512, 32, 8, 4096).tile);
+  t = ops::choose_attention_tiling(cpu_caps, on, 512, 32, 8, ops::kCpuTileKeys + 1);
+  CHECK(!t.tile);
+  CHECK(t.why.find("tile refused") != std::string::npos);
+  // fp16 products: only on request and with shaderFloat16; the reason says which.
+  on.attention_f16_math = 1;
+  t = ops::choose_attention_tiling(gpu_caps, on, 512, 32, 8, 4096);
+  CHECK(t.tile);
+  CHECK(!t.f16_math);
+  CHECK(t.why.find("shaderFloat16") != std::string::npos);
+  gpu_caps.shader_float16 = true;
+  t = ops::choose_attention_tiling(gpu_caps, on, 512, 32, 8, 4096);
+  CHECK(t.f16_math);
+  CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, 32, true, false));
+  CHECK(!ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 4096).f16_math);  // off unless asked
+  // A device with little shared memory: smaller tiles, or none.
+  gpu_caps.max_shared_memory = 16384;
+  t = ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 4096);
+  CHECK(t.tile);
+  CHECK(t.shared_bytes <= 16384);
+  CHECK(!ops::choose_attention_tiling(gpu_caps, none, 512, 64, 8, 4096, true).tile);
+}
