@@ -293,12 +293,17 @@ inline AttentionPath path(int direct_kv, int lag_table, int split_k, bool kv_f16
 }
 
 // The cooperative tile, forced for every call size (fp16 products with f16_math = 1).
-inline AttentionPath tile_path(int lag_table, bool kv_f16, int f16_math = 0) {
-  return path(0, lag_table, 0, kv_f16, 1, f16_math);
+inline AttentionPath tile_path(int lag_table, bool kv_f16, int f16_math = 0, int coopmat = 0) {
+  AttentionPath p = path(0, lag_table, 0, kv_f16, 1, f16_math);
+  p.kernels.attention_coopmat = coopmat;
+  return p;
 }
 
 inline std::string describe(const AttentionPath& p) {
-  const std::string walk = p.kernels.attention_tile == 1 ? (p.kernels.attention_f16_math == 1 ? "tile f16" : "tile")
+  const std::string walk = p.kernels.attention_tile == 1
+                               ? (p.kernels.attention_coopmat == 1 ? "tile coopmat"
+                                  : p.kernels.attention_f16_math == 1 ? "tile f16"
+                                                                      : "tile")
                            : p.kernels.attention_direct_kv == 1 ? "direct"
                                                                 : "tiled";
   return walk + (p.lag_table ? " +table" : " computed") + " split " + std::to_string(p.kernels.attention_split_k) +

@@ -1,8 +1,9 @@
 // The cooperative tile (common/attention_tile.glsl), the GPU path for prefill, against the
 // double-precision twin: forced on through KernelOptions for every call size (lavapipe would not
 // choose it), on the off-tile shapes, uniform and irregular timestamps, every variant switch, fp32
-// and fp16 K/V caches, fp16 products where the device has shaderFloat16; equal to the one-pass
-// kernel it replaces; the probes over the row statistics it writes; the choice of tile as data.
+// and fp16 K/V caches, fp16 products where the device has shaderFloat16, cooperative matrices where
+// it has VK_NV_cooperative_matrix (skipped with a message elsewhere); equal to the one-pass kernel
+// it replaces; the probes over the row statistics it writes; the choice of tile as data.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "gpu/capabilities.hpp"
 #include "ops/rfa_attention.hpp"
 #include "ops/rfa_probe.hpp"
+#include "ops/sdpa.hpp"
 #include "reference/attention_ref.hpp"
 
 using namespace rfa;
@@ -118,6 +120,76 @@ TEST_CASE("fp16 products in the tile match the twin within their bound") {
   CHECK(worst <= kTolF16Math);
 }
 
+namespace {
+// The cooperative-matrix tile (coopmat 1: the device's matrices; 2: emulated by subgroup lanes,
+// which checks every offset, stride and layout handed to the matrix operations on any device).
+void check_coopmat_tile(int coopmat) {
+  double worst = 0;
+  int k = 0;
+  for (const AttentionPath& ap : {tile_path(1, false, 0, coopmat), tile_path(0, true, 0, coopmat)})
+    for (const Shape& s : kShapes) {
+      if (s.D < 8) continue;  // 2D must fill whole 16-wide blocks: D = 4 keeps the scalar tile
+      CAPTURE(describe(ap));
+      CAPTURE(s.N);
+      CAPTURE(s.D);
+      const bool gate = k++ % 2 == 0;
+      const auto t = ops::choose_attention_tiling(ap.gpu().caps(), ap.kernels, (uint32_t)s.chunk, (uint32_t)s.D,
+                                                  (uint32_t)(s.B * s.H), (uint32_t)s.N, gate);
+      REQUIRE(t.coopmat);
+      REQUIRE(t.coopmat_emulated == (coopmat == 2));
+      const AttentionParams p = model(gate ? "M2.7" : "M2", s.H, s.D);
+      check_model(p, s.B, s.N, s.times, s.chunk, 11, ap, kTolF16Math);
+      const Inputs in = make_inputs(p, s.B, s.N, 11, s.times);
+      const ref::AttentionOutputs r = twin(p, in);
+      Fixture f(p, in, 0, ap);
+      const GpuRun g = f.run(s.chunk);
+      const auto want = ref::pack_complex(r.est, s.B * s.N, p.heads, p.dim);
+      for (size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::fabs(g.out[i] - want[i]) / (1.0 + std::fabs(want[i])));
+    }
+  MESSAGE(std::string(coopmat == 2 ? "cooperative matrices (emulated)" : "cooperative matrices")
+          << ": worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst);
+  CHECK(worst > 0.0);  // fp16 operands really round
+  CHECK(worst <= kTolF16Math);
+  // The SDPA yardstick on the same tile: its outputs equal the scalar tile's to fp16 accuracy.
+  const AttentionParams p = model("M2", 3, 32);
+  const Inputs in = make_inputs(p, 1, 150, 4, 0);
+  Fixture a(p, in, 0, tile_path(0, false)), b(p, in, 0, tile_path(0, false, 0, coopmat));
+  for (Fixture* f : {&a, &b}) f->run(150);  // rotates Q, K, V into the caches
+  std::vector<float> outs[2];
+  for (int w = 0; w < 2; ++w) {
+    Fixture& f = w == 0 ? a : b;
+    gpu::Buffer o = f.up(std::vector<float>((size_t)150 * 2 * 3 * 32));
+    gpu::Recorder rec(f.g);
+    REQUIRE(rec.begin().ok());
+    REQUIRE(ops::record_sdpa(f.g, rec, f.cache, o, 0, 150, true, 0.f).ok());
+    REQUIRE(rec.submit_and_wait().ok());
+    outs[w] = f.down(o, (size_t)150 * 2 * 3 * 32);
+  }
+  CHECK_CLOSE_VEC(outs[1], to_double(outs[0]), kTolF16Math, kTolF16Math);
+}
+}  // namespace
+
+TEST_CASE("the tile on cooperative matrices matches the twin") {
+  const AttentionPath probe = tile_path(1, false, 0, 1);
+  if (!probe.gpu().caps().coopmat_nv) {
+    MESSAGE("skipped: the device has no VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + fp32 subgroup shape "
+            "(lavapipe has none), so the *_tile_cm kernels cannot run here; the emulated case below runs their layout");
+    return;
+  }
+  check_coopmat_tile(1);
+}
+
+TEST_CASE("the cooperative-matrix tile with emulated matrices matches the twin") {
+  const AttentionPath probe = tile_path(1, false, 0, 2);
+  const auto t = ops::choose_attention_tiling(probe.gpu().caps(), probe.kernels, 100, 32, 8, 4096);
+  if (!t.coopmat) {
+    MESSAGE("skipped: " << t.why);
+    return;
+  }
+  check_coopmat_tile(2);
+}
+
 TEST_CASE("probes read the row statistics the tile writes") {
   for (const AttentionPath& ap : {tile_path(1, false), tile_path(0, true)}) {
     CAPTURE(describe(ap));
@@ -209,6 +281,33 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
   CHECK(t.f16_math);
   CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, 32, true, false));
   CHECK(!ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 4096).f16_math);  // off unless asked
+  // Cooperative matrices: only on request, on a device that has them, for D >= 8.
+  KernelOptions cm;
+  cm.attention_tile = 1;
+  cm.attention_coopmat = 1;
+  t = ops::choose_attention_tiling(gpu_caps, cm, 512, 32, 8, 4096);
+  CHECK(t.tile);
+  CHECK(!t.coopmat);
+  CHECK(t.why.find("VK_NV_cooperative_matrix") != std::string::npos);
+  gpu::Capabilities nv = gpu_caps;
+  nv.coopmat_nv = true;
+  CHECK(!ops::choose_attention_tiling(nv, none, 512, 32, 8, 4096).coopmat);  // off unless asked
+  for (uint32_t D : {8u, 16u, 32u, 64u})
+    for (bool gate : {false, true}) {
+      CAPTURE(D);
+      CAPTURE(gate);
+      const auto u = ops::choose_attention_tiling(nv, cm, 100, D, 8, 4096, gate);
+      CHECK(u.coopmat);
+      CHECK(!u.f16_math);
+      CHECK(u.rows_per_group % 16 == 0);
+      CHECK(u.keys_per_tile % 16 == 0);
+      CHECK(u.shared_bytes == ops::tile_shared_bytes(u.rows_per_group, u.keys_per_tile, D, false, gate, true));
+      CHECK(u.shared_bytes <= nv.max_shared_memory);
+      CHECK(ops::attention_kernel_name("rfa_attention", u, true) == "rfa_attention_tile_cm_kv16");
+    }
+  t = ops::choose_attention_tiling(nv, cm, 100, 4, 8, 4096);
+  CHECK(t.tile);
+  CHECK(!t.coopmat);  // D = 4: 2D is not a whole 16-wide block
   // A device with little shared memory: smaller tiles, or none.
   gpu_caps.max_shared_memory = 16384;
   t = ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 4096);

@@ -26,6 +26,9 @@
 #ifndef RFA_TILE_F16
 #define RFA_TILE_F16 0
 #endif
+#ifndef RFA_TILE_CM
+#define RFA_TILE_CM 0
+#endif
 #if RFA_TILE_F16
 #define TILE_T f16vec2
 #define TILE_DOT(a, b) float(dot(a, b))
@@ -44,9 +47,70 @@ const uint DP = D + 1;     // padded row strides
 const uint BKP = BK + 1;
 const uint OUT_CHUNK = D < BKP ? D : BK;  // dims per round of the final hand-over (fits tpe)
 
+#if RFA_TILE_CM
+// RFA_TILE_CM: phases A and D on cooperative matrices (VK_NV_cooperative_matrix, 16 x 16 x 16,
+// fp16 in, fp32 accumulate), one 16 x 16 output block per subgroup at a time. The complex
+// components are interleaved (re, im), so Re(conj(q) k) is a real dot product over 2D halves:
+// phase A is Qh (BQ x 2D) Kh^T, phase D is (p E)h (BQ x BK) Vh (BK x 2D), its fp32 result added to
+// the rescaled accumulators. Strides are multiples of 8 halves / 4 floats (16-byte rows).
+const uint HS = 2 * D + 8;   // the halves of a Q/K/V tile row
+const uint CS = BK + 4;      // the floats of a logit row
+const uint PS = BK + 8;      // the halves of a weight row
+const uint VS = 2 * D + 4;   // the floats of a P V row
+shared float16_t tq[BQ * HS];
+shared float16_t tkv[BK * HS];
+shared float tlog[BQ * CS];   // cross terms (the MMA's result), then logits, then p E
+shared float tE[BQ * BKP];    // E per pair
+shared float16_t tp16[BQ * PS];
+shared float tpv[BQ * VS];    // this tile's P V; finally the output hand-over
+
+// One subgroup's 16 x 16 output block C = sum over 16-wide steps of A (16 x 16) B (16 x 16), the
+// operands loaded from shared arrays at an element offset and stride, row- or column-major:
+// CM_ZERO(); for each step CM_MMA(A, offset, stride, col_major, B, ...); CM_STORE(C, offset, stride).
+#ifndef RFA_TILE_CM_EMU
+#define RFA_TILE_CM_EMU 0
+#endif
+#if RFA_TILE_CM_EMU
+// RFA_TILE_CM_EMU: the same kernel with each matrix operation done by the subgroup's lanes from the
+// definitions of the loads (element (r, c) at offset + r stride + c, or offset + c stride + r
+// column-major) and fp32 sums of fp16 products, so that devices without cooperative matrices
+// (lavapipe) test every offset, stride and layout the real operations are given.
+#define CM_AT(arr, off, st, col, r, c) float(arr[(off) + ((col) ? (c) * (st) + (r) : (r) * (st) + (c))])
+#define CM_ZERO()  \
+  float em[64];    \
+  for (uint q = 0; q < 64; ++q) em[q] = 0.0;
+#define CM_MMA(A, offa, sa, ca, B, offb, sb, cb)                                                        \
+  for (uint q = 0; q * gl_SubgroupSize < 256; ++q) {                                                 \
+    const uint el = gl_SubgroupInvocationID + q * gl_SubgroupSize, i = el / 16, j = el % 16;         \
+    [[unroll]] for (uint k = 0; k < 16; ++k) em[q] += CM_AT(A, offa, sa, ca, i, k) * CM_AT(B, offb, sb, cb, k, j); \
+  }
+#define CM_STORE(C, offc, sc)                                                                       \
+  for (uint q = 0; q * gl_SubgroupSize < 256; ++q) {                                                \
+    const uint el = gl_SubgroupInvocationID + q * gl_SubgroupSize;                                  \
+    C[(offc) + (el / 16) * (sc) + el % 16] = em[q];                                                 \
+  }
+#else
+#define CM_ZERO() fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cm = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+#define CM_MMA(A, offa, sa, ca, B, offb, sb, cb)  \
+  {                                               \
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma, mb; \
+    coopMatLoadNV(ma, A, offa, sa, ca);           \
+    coopMatLoadNV(mb, B, offb, sb, cb);           \
+    cm = coopMatMulAddNV(ma, mb, cm);             \
+  }
+#define CM_STORE(C, offc, sc) coopMatStoreNV(cm, C, offc, sc, false);
+#endif
+#define T_CROSS(r, c) tlog[(r) * CS + (c)]
+#define T_E(r, c) tE[(r) * BKP + (c)]
+#else
 shared TILE_T tq[BQ * DP];    // the Q tile (SDPA: times the scale)
 shared TILE_T tkv[BK * DP];   // the K tile (phase A), then the V tile (phase D)
 shared vec2 tpe[BQ * BKP];    // per pair (logit, E), then (p E, E); finally the output hand-over
+#define T_CROSS(r, c) tpe[(r) * BKP + (c)].x
+#define T_E(r, c) tpe[(r) * BKP + (c)].y
+#endif
+// The logit, then the weight p E, of a pair: where the cross term was.
+#define T_LOGIT(r, c) T_CROSS(r, c)
 shared float tscale[BQ];      // each row's rescale factor for this tile
 #if !RFA_SDPA
 const uint EN_SIZE = GATE ? BQ * BKP : 1;

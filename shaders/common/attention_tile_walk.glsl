@@ -14,7 +14,12 @@
 #if RFA_SDPA
     x *= pc.scale;
 #endif
+#if RFA_TILE_CM
+    tq[r * HS + 2 * (e % D)] = float16_t(x.x);
+    tq[r * HS + 2 * (e % D) + 1] = float16_t(x.y);
+#else
     tq[r * DP + e % D] = TILE_T(x);
+#endif
   }
 #if !RFA_SDPA
   for (uint r = tid; r < BQ; r += WG) {
@@ -30,8 +35,15 @@
 
   for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
-    for (uint e = tid; e < nk * D; e += WG)
-      tkv[(e / D) * DP + e % D] = TILE_T(KV_LOAD(Kc[(base + slot_of(j0 + e / D)) * D + e % D]));
+    for (uint e = tid; e < nk * D; e += WG) {
+      const vec2 x = KV_LOAD(Kc[(base + slot_of(j0 + e / D)) * D + e % D]);
+#if RFA_TILE_CM
+      tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
+      tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
+#else
+      tkv[(e / D) * DP + e % D] = TILE_T(x);
+#endif
+    }
 #if !RFA_SDPA
     for (uint e = tid; e < nk; e += WG) {
       const uint s = slot_of(j0 + e);
@@ -42,6 +54,15 @@
     barrier();
 
     // A. Cross terms, TR x TC per thread (keys past nk give values phase B masks).
+#if RFA_TILE_CM
+    for (uint t = gl_SubgroupID; t < (BQ / 16) * (BK / 16); t += gl_NumSubgroups) {
+      const uint mi = t / (BK / 16), ni = t % (BK / 16);
+      CM_ZERO();
+      for (uint kk = 0; kk < 2 * D / 16; ++kk)  // K^T: the K rows read as columns
+        CM_MMA(tq, mi * 16 * HS + kk * 16, HS, false, tkv, ni * 16 * HS + kk * 16, HS, true);
+      CM_STORE(tlog, mi * 16 * CS + ni * 16, CS);
+    }
+#else
     {
       float s[TR * TC];
       [[unroll]] for (uint k = 0; k < TR * TC; ++k) s[k] = 0.0;
@@ -54,8 +75,9 @@
         }
       }
       [[unroll]] for (uint a = 0; a < TR; ++a)
-        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) tpe[(tr + NR * a) * BKP + tc + S * b2].x = s[a * TC + b2];
+        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) T_CROSS(tr + NR * a, tc + S * b2) = s[a * TC + b2];
     }
+#endif
     barrier();
 
     // B. The pair terms and the mask, once per pair; the V tile over the K tile.
@@ -63,11 +85,12 @@
       const uint r = e / BK, c = e % BK;
       const uint qr = q0 + r, ii = pos0 + qr, j = j0 + c;
       const bool valid = qr < pc.n_new && c < nk && (!CAUSAL || (j <= ii && j >= first_key(ii)));
-      const float cross = tpe[r * BKP + c].x;
+      const float cross = T_CROSS(r, c);
       float logit = NEG_INF;
 #if RFA_SDPA
       if (valid) logit = cross;
-      tpe[r * BKP + c] = vec2(logit, 1.0);
+      T_LOGIT(r, c) = logit;
+      T_E(r, c) = 1.0;
 #else
       float E = 0.0, energy = NEG_INF;
       if (valid) {
@@ -78,19 +101,29 @@
         rfa_pair_logit(P, t, tqn[r], tkn[c], cross, logit, energy);
         E = t.E;
       }
-      tpe[r * BKP + c] = vec2(logit, E);
+      T_LOGIT(r, c) = logit;
+      T_E(r, c) = E;
       if (GATE) ten[r * BKP + c] = energy;
 #endif
     }
+#if RFA_TILE_CM
+    // The MMA reads all BK rows: rows past nk are zero (their weights are zero; 0 x NaN is not).
+    for (uint e = tid; e < BK * D; e += WG) {
+      const vec2 x = e / D < nk ? KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]) : vec2(0.0);
+      tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
+      tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
+    }
+#else
     for (uint e = tid; e < nk * D; e += WG)
       tkv[(e / D) * DP + e % D] = TILE_T(KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]));
+#endif
     barrier();
 
     // C. Online softmax, one thread per row: rescale factor, then p E over the logit.
     if (tid < BQ) {
       const uint r = tid;
       float tmax = NEG_INF;
-      for (uint c = 0; c < nk; ++c) tmax = max(tmax, tpe[r * BKP + c].x);
+      for (uint c = 0; c < nk; ++c) tmax = max(tmax, T_LOGIT(r, c));
       float sc = 1.0;
       if (tmax != NEG_INF) {
         const float mn = max(m, tmax);
@@ -107,22 +140,42 @@
         }
 #endif
         for (uint c = 0; c < nk; ++c) {
-          const vec2 pe = tpe[r * BKP + c];
-          const float p = exp(pe.x - m);
+          const float p = exp(T_LOGIT(r, c) - m);
           l += p;
-          tpe[r * BKP + c].x = p * pe.y;  // decayed attention A = Ahat E (SDPA: E = 1)
+          T_LOGIT(r, c) = p * T_E(r, c);  // decayed attention A = Ahat E (SDPA: E = 1)
 #if !RFA_SDPA
           if (GATE) le += exp(ten[r * BKP + c] - me);
 #endif
         }
       } else {
-        for (uint c = 0; c < nk; ++c) tpe[r * BKP + c].x = 0.0;  // no key of this tile is visible
+        for (uint c = 0; c < nk; ++c) T_LOGIT(r, c) = 0.0;  // no key of this tile is visible
       }
+#if RFA_TILE_CM
+      for (uint c = 0; c < BK; ++c) tp16[r * PS + c] = float16_t(c < nk ? T_LOGIT(r, c) : 0.0);
+#endif
       tscale[r] = sc;
     }
     barrier();
 
     // D. Value aggregation, TR rows x TD dims per thread.
+#if RFA_TILE_CM
+    for (uint t = gl_SubgroupID; t < (BQ / 16) * (2 * D / 16); t += gl_NumSubgroups) {
+      const uint mi = t / (2 * D / 16), ni = t % (2 * D / 16);
+      CM_ZERO();
+      for (uint kk = 0; kk < BK / 16; ++kk)
+        CM_MMA(tp16, mi * 16 * PS + kk * 16, PS, false, tkv, kk * 16 * HS + ni * 16, HS, false);
+      CM_STORE(tpv, mi * 16 * VS + ni * 16, VS);
+    }
+    barrier();
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      const uint r = tr + NR * a;
+      const float sc = tscale[r];
+      [[unroll]] for (uint e = 0; e < TD; ++e) {
+        const uint d = tc + S * e;
+        acc_t[a * TD + e] = acc_t[a * TD + e] * sc + vec2(tpv[r * VS + 2 * d], tpv[r * VS + 2 * d + 1]);
+      }
+    }
+#else
     [[unroll]] for (uint a = 0; a < TR; ++a) {
       const float sc = tscale[tr + NR * a];
       [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] *= sc;
@@ -135,10 +188,24 @@
         [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] += TILE_WEIGHTED(p, vv[e]);
       }
     }
+#endif
     barrier();
   }
 
-  // Hand the accumulators to the row threads, OUT_CHUNK dims a round through tpe.
+  // Hand the accumulators to the row threads, OUT_CHUNK dims a round through tpe (tpv: at once).
+#if RFA_TILE_CM
+  [[unroll]] for (uint a = 0; a < TR; ++a)
+    [[unroll]] for (uint e = 0; e < TD; ++e) {
+      const uint r = tr + NR * a, d = tc + S * e;
+      tpv[r * VS + 2 * d] = acc_t[a * TD + e].x;
+      tpv[r * VS + 2 * d + 1] = acc_t[a * TD + e].y;
+    }
+  barrier();
+  // Every thread reads (those past BQ a copy of the last row they never use): an unconditional write
+  // lets the compiler drop acc[]'s initial zeros instead of keeping them live through the walk.
+  const uint rown = min(tid, BQ - 1);
+  [[unroll]] for (uint d = 0; d < D; ++d) acc[d] = vec2(tpv[rown * VS + 2 * d], tpv[rown * VS + 2 * d + 1]);
+#else
   [[unroll]] for (uint c0 = 0; c0 < D; c0 += OUT_CHUNK) {
     [[unroll]] for (uint a = 0; a < TR; ++a)
       [[unroll]] for (uint e = 0; e < TD; ++e) {
@@ -146,8 +213,9 @@
         if (d >= c0 && d < c0 + OUT_CHUNK) tpe[(tr + NR * a) * OUT_CHUNK + d - c0] = acc_t[a * TD + e];
       }
     barrier();
-    if (tid < BQ)
-      [[unroll]] for (uint k = 0; k < OUT_CHUNK; ++k) acc[c0 + k] = tpe[tid * OUT_CHUNK + k];
+    // Every thread reads (those past BQ the last row, unused): see the cooperative-matrix branch.
+    [[unroll]] for (uint k = 0; k < OUT_CHUNK; ++k) acc[c0 + k] = tpe[min(tid, BQ - 1) * OUT_CHUNK + k];
     barrier();
   }
+#endif
 }

@@ -47,6 +47,9 @@ struct KernelOptions {
   int attention_split_k = -1;    // -1 device's choice; 0 or 1 one pass; n > 1 keys split n ways, then a reduce pass
   int attention_tile = -1;       // -1 device's choice (GPUs, > 8 rows); 0 off; 1 the cooperative tile where it applies
   int attention_f16_math = -1;   // -1 device's choice (off); 0 fp32; 1 fp16 products in the tile (needs shaderFloat16)
+  int attention_coopmat = -1;    // -1 device's choice (off until measured on a GPU); 0 off; 1 the tile on cooperative
+                                 // matrices where the device has them (VK_NV_cooperative_matrix); 2 the same kernel
+                                 // with the matrix operations emulated by subgroup lanes (tests it on any device)
   bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
 };
 // The overrides named by the RFA_* environment variables above (defaults where unset).

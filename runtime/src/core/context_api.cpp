@@ -35,6 +35,8 @@ KernelOptions kernel_options_from_environment() {
   if (!tile.empty()) k.attention_tile = tile == "1" ? 1 : 0;
   const std::string f16 = env("RFA_ATTN_F16_MATH");
   if (!f16.empty()) k.attention_f16_math = f16 == "1" ? 1 : 0;
+  const std::string cm = env("RFA_ATTN_COOPMAT");
+  if (!cm.empty()) k.attention_coopmat = cm == "1" ? 1 : cm == "2" ? 2 : 0;
   const std::string no_push = env("RFA_NO_PUSH_DESCRIPTORS");
   k.push_descriptors = no_push.empty() || no_push == "0";
   return k;
@@ -78,7 +80,8 @@ std::string Context::capabilities_summary() const {
     << "subgroup size: " << c.subgroup_size << (c.subgroup_arithmetic() ? " (arithmetic)" : "") << "\n"
     << "shared memory: " << c.max_shared_memory << " bytes, workgroup invocations: " << c.max_workgroup_invocations << "\n"
     << "16-bit storage: " << (c.storage_16bit ? "yes" : "no") << ", float16: " << (c.shader_float16 ? "yes" : "no")
-    << ", push descriptors: " << (c.push_descriptors ? "yes" : "no") << "\n"
+    << ", push descriptors: " << (c.push_descriptors ? "yes" : "no")
+    << ", cooperative matrices (NV, 16x16x16 fp16): " << (c.coopmat_nv ? "yes" : "no") << "\n"
     << "timestamps: " << (c.timestamps ? "yes" : "no") << " (period " << c.timestamp_period_ns << " ns)\n"
     << "device-local memory: " << (c.device_local_bytes >> 20) << " MiB" << (c.unified_memory ? " (unified)" : "") << "\n"
     << "memory budget: " << (impl_->allocator().budget() >> 20) << " MiB";

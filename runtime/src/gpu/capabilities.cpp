@@ -1,6 +1,7 @@
 #include "gpu/capabilities.hpp"
 
 #include <cstring>
+#include <vector>
 
 namespace rfa::gpu {
 
@@ -62,7 +63,38 @@ bool device_has_extension(VkPhysicalDevice phys, const char* name) {
   return false;
 }
 
-Capabilities probe_capabilities(VkInstance, VkPhysicalDevice phys, uint32_t queue_family) {
+namespace {
+// Whether the device runs the attention tile's cooperative-matrix kernels: the extension, its
+// feature, compute support and the 16 x 16 x 16 fp16 x fp16 + fp32 shape at subgroup scope.
+bool probe_coopmat_nv(VkInstance instance, VkPhysicalDevice phys) {
+  if (!device_has_extension(phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats.pNext = &f;
+  vkGetPhysicalDeviceFeatures2(phys, &feats);
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV cp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &cp;
+  vkGetPhysicalDeviceProperties2(phys, &props);
+  if (!f.cooperativeMatrix || !(cp.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return false;
+  // An instance-level entry point of a device extension: through the loader by name.
+  auto list = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+      instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  if (!list) return false;
+  uint32_t n = 0;
+  if (list(phys, &n, nullptr) != VK_SUCCESS || n == 0) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> shapes(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+  if (list(phys, &n, shapes.data()) != VK_SUCCESS) return false;
+  for (const auto& m : shapes)
+    if (m.MSize == 16 && m.NSize == 16 && m.KSize == 16 && m.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        m.BType == VK_COMPONENT_TYPE_FLOAT16_NV && m.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        m.DType == VK_COMPONENT_TYPE_FLOAT32_NV && m.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  return false;
+}
+}  // namespace
+
+Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family) {
   Capabilities c;
 
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -116,6 +148,7 @@ Capabilities probe_capabilities(VkInstance, VkPhysicalDevice phys, uint32_t queu
   c.shader_float16 = f16storage.pNext ? f16arith.shaderFloat16 : false;
   c.shader_float64 = feats.features.shaderFloat64;
   c.push_descriptors = device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  c.coopmat_nv = c.shader_float16 && probe_coopmat_nv(instance, phys);
 
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);

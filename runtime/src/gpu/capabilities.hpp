@@ -43,6 +43,9 @@ struct Capabilities {
   bool shader_float16 = false;  // shaderFloat16 (VK_KHR_shader_float16_int8 / 1.2)
   bool shader_float64 = false;
   bool push_descriptors = false;  // VK_KHR_push_descriptor
+  // VK_NV_cooperative_matrix in compute shaders with a subgroup-scope 16 x 16 x 16 shape of fp16
+  // A/B and fp32 C/D (what the attention tile's *_tile_cm kernels use), and shaderFloat16.
+  bool coopmat_nv = false;
 
   bool timestamps = false;        // timestampComputeAndGraphics and valid bits on the compute queue
   double timestamp_period_ns = 1.0;

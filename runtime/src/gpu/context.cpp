@@ -241,6 +241,13 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     f16.pNext = &f16arith;
     exts.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   }
+  // Cooperative matrices for the attention tile's *_tile_cm kernels (KernelOptions::attention_coopmat).
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (caps.coopmat_nv) {
+    coopmat.cooperativeMatrix = VK_TRUE;
+    f16arith.pNext = &coopmat;
+    exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
 
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &feats;
@@ -281,6 +288,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
   ctx->caps_.storage_16bit = false;  // unknown whether the app enabled the feature
   ctx->caps_.shader_float64 = false;  // likewise
   ctx->caps_.shader_float16 = false;  // likewise
+  ctx->caps_.coopmat_nv = false;      // likewise
   RFA_TRY(ctx->init_common(options));
   return ctx;
 }

@@ -195,33 +195,40 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
   return c;
 }
 
-uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate) {
+uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat) {
+  const uint32_t common = rows * 4                                // tscale
+                          + (gate ? rows * (keys + 1) * 4 : 4)    // ten: the gate's energies
+                          + rows * (4 + 8) + keys * (4 + 8);      // tqn, tqt; tkn, tkt
+  if (coopmat)  // halves for Q, K/V and the weights; floats for logits, E and P V (attention_tile.glsl)
+    return (rows + keys) * (2 * dim + 8) * 2 + rows * (keys + 4) * 4 + rows * (keys + 1) * 4 + rows * (keys + 8) * 2 +
+           rows * (2 * dim + 4) * 4 + common;
   const uint32_t elt = f16 ? 4 : 8;  // one complex component of the Q, K/V tiles
-  return rows * (dim + 1) * elt + keys * (dim + 1) * elt  // tq, tkv
-         + rows * (keys + 1) * 8                          // tpe: (logit, E) per pair
-         + (gate ? rows * (keys + 1) * 4 : 4)              // ten: the gate's energies
-         + rows * (4 + 4 + 8) + keys * (4 + 8);           // tscale, tqn, tqt; tkn, tkt
+  return (rows + keys) * (dim + 1) * elt  // tq, tkv
+         + rows * (keys + 1) * 8          // tpe: (logit, E) per pair
+         + common;
 }
 
 namespace {
 // The cooperative tile for prefill-sized calls (see common/attention_tile.glsl): 128 threads in
 // groups of S = 8 (4 at D = 4) sharing keys and dims, 64 query rows and 32 keys a tile, halved
 // (keys first, then rows) until the tile fits the device's shared memory. Returns false when it
-// cannot fit at all.
-bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, AttentionTiling& t) {
+// cannot fit at all. Cooperative matrices need whole 16 x 16 blocks and subgroups that tile the
+// workgroup.
+bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, bool coopmat, AttentionTiling& t) {
   const uint32_t wg = caps.max_workgroup_invocations >= 128 ? 128 : 64;
   const uint32_t s = std::min<uint32_t>(8, dim), nr = wg / s;
+  if (coopmat && (dim < 8 || caps.subgroup_size == 0 || wg % caps.subgroup_size != 0)) return false;
   uint32_t bq = 64, bk = 32;
-  while (tile_shared_bytes(bq, bk, dim, f16, gate) > caps.max_shared_memory) {
+  while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat) > caps.max_shared_memory) {
     if (bk > 16) bk /= 2;
-    else if (bq > nr) bq /= 2;
+    else if (bq > std::max<uint32_t>(nr, 16)) bq /= 2;
     else return false;
   }
   t.workgroup = wg;
   t.threads_per_row = s;
   t.rows_per_group = bq;
   t.keys_per_tile = bk;
-  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate);
+  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate, coopmat);
   return true;
 }
 }  // namespace
@@ -306,10 +313,18 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   } else if (want_tile) {
     const bool f16_wanted = overrides.attention_f16_math == 1;
     const bool f16 = f16_wanted && caps.shader_float16;
+    // Cooperative matrices: off unless asked for (not yet run on a device that has them).
+    const bool cm_wanted = overrides.attention_coopmat >= 1;
+    const bool cm_emulated = overrides.attention_coopmat == 2;
+    const bool cm_device = cm_emulated ? caps.shader_float16 && (caps.subgroup_ops & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
+                                             caps.subgroup_size >= 4
+                                       : caps.coopmat_nv;
     AttentionTiling tt = t;
-    if (choose_tile(caps, dim, f16, gate, tt)) {
+    tt.coopmat = cm_wanted && cm_device && choose_tile(caps, dim, f16, gate, true, tt);
+    tt.coopmat_emulated = tt.coopmat && cm_emulated;
+    if (tt.coopmat || choose_tile(caps, dim, f16, gate, false, tt)) {
       tt.tile = true;
-      tt.f16_math = f16;
+      tt.f16_math = f16 && !tt.coopmat;
       tt.direct_kv = false;
       tt.splits = 1;
       tt.groups_x = (n_new + tt.rows_per_group - 1) / tt.rows_per_group;
@@ -318,11 +333,17 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                " threads in groups of " + std::to_string(tt.threads_per_row) + " (" +
                std::to_string(tt.shared_bytes) + " B shared)" +
                (overrides.attention_tile == 1 ? ", forced" : ", prefill-sized call") +
-               (f16 ? ", fp16 products" : (f16_wanted ? ", fp32 (fp16 products need shaderFloat16)" : "")) +
+               (tt.coopmat ? (cm_emulated ? ", cooperative matrices emulated by subgroup lanes (test mode)"
+                                          : ", cooperative matrices (fp16 in, fp32 sums)")
+                : cm_wanted ? (cm_device ? ", scalar (no cooperative-matrix tile fits this shape)"
+                               : cm_emulated ? ", scalar (emulated matrices need shaderFloat16 and subgroups)"
+                                             : ", scalar (the device has no VK_NV_cooperative_matrix 16x16x16 fp16)")
+                            : "") +
+               (tt.f16_math ? ", fp16 products" : (f16_wanted && !tt.coopmat ? ", fp32 (fp16 products need shaderFloat16)" : "")) +
                (tt.lag_table ? ", integer lags from the table" : ", every pair's terms computed");
       return tt;
     }
-    tile_why = ", tile refused: " + std::to_string(tile_shared_bytes(16, 16, dim, f16, gate)) +
+    tile_why = ", tile refused: " + std::to_string(tile_shared_bytes(16, 16, dim, f16, gate, false)) +
                " B of shared memory needed at least, the device has " + std::to_string(caps.max_shared_memory);
   }
   t.groups_x *= t.splits;
@@ -404,7 +425,7 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
 
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16) {
   std::string n = family;
-  if (t.tile) n += t.f16_math ? "_tile_f16" : "_tile";
+  if (t.tile) n += t.coopmat ? (t.coopmat_emulated ? "_tile_cm_emu" : "_tile_cm") : t.f16_math ? "_tile_f16" : "_tile";
   return kv_f16 ? n + "_kv16" : n;
 }
 

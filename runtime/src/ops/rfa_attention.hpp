@@ -88,11 +88,13 @@ struct AttentionTiling {
   bool lag_table = true;            // integer lags read E, B, P from the cache's lag table
   bool tile = false;                // the cooperative tile (common/attention_tile.glsl): GPU prefill
   bool f16_math = false;            // the tile's Q/K/V tiles and products in fp16
+  bool coopmat = false;             // the tile's two GEMMs on cooperative matrices (*_tile_cm)
+  bool coopmat_emulated = false;    // ... emulated by subgroup lanes (*_tile_cm_emu; tests only)
   uint32_t shared_bytes = 0;        // the tile's shared memory (0: the other paths)
   std::string why;                  // one line: which path and why
 };
 // The shared memory of the cooperative tile for a shape (what the shader declares).
-uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate);
+uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat = false);
 // Split-k applies to calls of at most this many query rows per (batch row, head).
 constexpr uint32_t kSplitRows = 4;
 // CPU devices: at most this many keys per thread. lavapipe stops an invocation's loops after
@@ -109,7 +111,8 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                                        uint32_t dim, uint32_t batch_heads = 0, uint32_t capacity = 0,
                                        bool gate = false);
 
-// The shader of a tiling: `family` ("rfa_attention", "sdpa") + "_tile" / "_tile_f16" + "_kv16".
+// The shader of a tiling: `family` ("rfa_attention", "sdpa") + "_tile" / "_tile_f16" / "_tile_cm" /
+// "_tile_cm_emu" + "_kv16".
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16);
 
 // Records the lag table of `cache` for the layer `w` (one dispatch; the session records it once
