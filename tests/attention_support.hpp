@@ -167,7 +167,7 @@ struct Fixture {
     REQUIRE_MESSAGE(wr.ok(), wr.status().to_string());
     w = wr.take();
     auto cr = ops::AttentionCache::create(g, (uint32_t)in.B, (uint32_t)p.heads, (uint32_t)p.dim, cap, "test cache", 0,
-                                          path.kv_f16);
+                                          path.kv_f16, p.phase != PhaseSource::omega_t);
     REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
     cache = cr.take();
     std::vector<float> tf((size_t)in.B * cap * 2, 0.f);

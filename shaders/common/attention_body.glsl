@@ -69,6 +69,9 @@ const bool WANT_VCOV = false;
 #endif
 layout(constant_id = RFA_DIRECT_KV_ID) const bool DIRECT_KV = false;
 layout(constant_id = RFA_SPLIT_ID) const uint SPLIT = 1;  // key splits per row (split-k)
+#if !RFA_SDPA
+layout(constant_id = 20) const uint PHASE = 0;  // rfa::PhaseSource: 0 omega t, else the phase ring
+#endif
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
@@ -100,6 +103,7 @@ layout(std430, binding = 14) writeonly buffer Eb { float row_energy[]; };
 layout(std430, binding = 15) readonly buffer Pb { uint pos0; uint kv_len; } span;  // of this call
 layout(std430, binding = 16) readonly buffer LTb { vec4 lag_tab[]; };  // [H, table_lags] (E, B, P, 0)
 layout(std430, binding = 17) buffer PartB { float part[]; };           // split-k partial states
+layout(std430, binding = 18) readonly buffer THb { vec2 theta[]; };    // (hi, lo) [B, capacity, H*D] (PHASE != 0)
 #include "rfa_phase.glsl"
 #include "rfa_lag_kernels.glsl"
 #include "rfa_logit.glsl"
@@ -375,7 +379,12 @@ void main() {
   const uint orow = (b * pc.n_new + qi) * 2 * HD;
 #if !RFA_SDPA
   if (COUNTER_ROT)
-    for (uint d = 0; d < D; ++d) acc[d] = rfa_cmul(acc[d], rfa_cis(rfa_angle(omega[h * D + d], ti)));
+    for (uint d = 0; d < D; ++d) {
+      // Rotated back by the row's own angle: omega t_i, or its accumulated phase.
+      vec2 th = vec2(0.0);
+      if (PHASE != 0) th = theta[(tbase + slot_of(i)) * HD + h * D + d];
+      acc[d] = rfa_cmul(acc[d], rfa_cis(PHASE == 0 ? rfa_angle(omega[h * D + d], ti) : th.x + th.y));
+    }
   float lse_energy = NEG_INF;
   if (GATE) {
     if (le > 0.0) lse_energy = me + log(le);

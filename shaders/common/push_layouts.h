@@ -50,6 +50,13 @@ struct AttentionPush {
   uint table_lags;  // RFA: lags [0, table_lags) read from the lag table; 0: every pair computes its terms
 };
 
+struct PhaseScanPush {  // rfa_phase_scan.comp
+  uint batch, n_new, capacity, heads;
+  uint first, count;  // this dispatch's positions [pos0 + first, pos0 + first + count) of the call
+  uint kind;          // rfa::PhaseSource: 1 accumulated_rope, 2 accumulated_random
+  uint seed, layer;   // accumulated_random's draws
+};
+
 struct CurvesPush {  // rfa_curves.comp, rfa_lag_table.comp
   uint n_lags, heads;
 };

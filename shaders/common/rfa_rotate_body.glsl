@@ -10,6 +10,8 @@
 layout(local_size_x = 64) in;
 layout(constant_id = 0) const uint D = 32;
 layout(constant_id = 1) const bool IN_NORM = false;  // use_complex_input_norm = 1
+layout(constant_id = 2) const uint PHASE = 0;         // rfa::PhaseSource: 0 omega t, else the phase ring
+layout(constant_id = 3) const bool ROTATE_V = true;   // false: values stored unrotated (Q/K-only rotation)
 
 layout(std430, binding = 0) readonly buffer Wb { vec2 omega[]; };   // (hi, lo) [H*D]
 layout(std430, binding = 1) readonly buffer Gb { float gains[]; };  // [4][H*D]: q, k, v, o
@@ -24,6 +26,7 @@ layout(std430, binding = 9) writeonly buffer QNb { float q_norm2[]; };
 layout(std430, binding = 10) writeonly buffer KNb { float k_norm2[]; };
 layout(std430, binding = 11) writeonly buffer VNb { float v_norm[]; };
 layout(std430, binding = 12) readonly buffer Pb { uint pos0; uint kv_len; } span;
+layout(std430, binding = 13) readonly buffer THb { vec2 theta[]; };  // (hi, lo) [B, capacity, H*D] (PHASE != 0)
 
 #include "push_layouts.h"
 layout(push_constant) uniform Push { RotatePush pc; };
@@ -58,7 +61,11 @@ void main() {
   const vec2 t = ts[b * pc.capacity + p];
   float ss_stored = 0.0;  // |K~|^2 of the values as stored (fp16 K: of the rounded values)
   for (uint d = 0; d < D; ++d) {
-    const vec2 zr = rfa_cmul(z[d], rfa_cis(-rfa_angle(omega[h * D + d], t)));
+    // The angle of this position: omega t (RFA) or the accumulated phase from rfa_phase_scan.comp.
+    vec2 th = vec2(0.0);
+    if (PHASE != 0) th = theta[(b * pc.capacity + p) * HD + h * D + d];
+    const float angle = PHASE == 0 ? rfa_angle(omega[h * D + d], t) : th.x + th.y;
+    const vec2 zr = (which == 2 && !ROTATE_V) ? z[d] : rfa_cmul(z[d], rfa_cis(-angle));
     if (which == 0) {
       Qc[cell * D + d] = zr;
     } else {

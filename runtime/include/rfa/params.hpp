@@ -39,6 +39,7 @@ struct AttentionSwitches {
   bool robust = true;          // Student-t: L = B - kappa log(1 + P R2); false: Gaussian L = B - P R2
   bool full_residual = true;   // false: R2 = -E cross (pure-rotation / RoPE limit)
   bool counter_rotate = true;  // rotate the aggregate back by e^{+i omega t_i} (rotate_values)
+  bool rotate_values = true;   // false: values enter unrotated and nothing is rotated back (Q/K-only rotation)
   bool causal = true;
   bool shift_rotation = true;  // a non-zero lag shift also rotates the output by e^{+i omega s}
   bool gate = false;           // inner residual with the confidence gate (paper C.4, reference M2.7)
@@ -67,6 +68,13 @@ struct HeadParams {
   double gate_prior_log = 0, gate_scale_log = 0, gate_c = 0;
 };
 
+// Where the rotation angle of position i in complex dim d comes from (docs/variant-acc.md).
+//  omega_t: omega_d t_i (RFA: one clock drives every dim);
+//  accumulated_rope / accumulated_random: theta_i = wrap(theta_{i-1} + phi_i), the inclusive prefix of
+//  per-token steps phi_i,d = omega_d (RoPE exactly: theta_i = omega (i + 1)) or 2 omega_d u with u a
+//  counter-based uniform of (step_seed, step_layer, batch row, position, dim) shared by the heads.
+enum class PhaseSource : uint32_t { omega_t = 0, accumulated_rope = 1, accumulated_random = 2 };
+
 // One attention layer in physical form.
 struct AttentionParams {
   int heads = 1;
@@ -74,6 +82,8 @@ struct AttentionParams {
   AttentionSwitches sw;
   std::vector<HeadParams> head;      // [heads]
   std::vector<double> omega;         // [heads * dim], rotation frequency of each complex dim
+  PhaseSource phase = PhaseSource::omega_t;
+  uint32_t step_seed = 0, step_layer = 0;  // accumulated_random: the draws' seed and layer index
   // complex RMS-norm gains, [heads * dim] each, empty when that norm is off
   std::vector<double> norm_q, norm_k, norm_v, norm_o;
 };

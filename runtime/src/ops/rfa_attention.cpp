@@ -156,7 +156,8 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
 }
 
 Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,
-                                              uint32_t capacity, const char* label, uint32_t window, bool kv_f16) {
+                                              uint32_t capacity, const char* label, uint32_t window, bool kv_f16,
+                                              bool phase_ring) {
   if (batch == 0 || heads == 0 || dim == 0 || capacity == 0)
     return make_error(Code::invalid_argument, "rfa attention cache: batch, heads, dim and capacity must be >= 1");
   if (window > capacity)
@@ -191,6 +192,11 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
     auto b = ctx.allocator().allocate(it.bytes, gpu::MemoryKind::device, base + it.name);
     if (!b) return b.status();
     *it.buf = b.take();
+  }
+  if (phase_ring) {
+    auto b = ctx.allocator().allocate(cells * dim * 8, gpu::MemoryKind::device, base + " phase ring");
+    if (!b) return b.status();
+    c.theta = b.take();
   }
   return c;
 }
@@ -375,6 +381,42 @@ Result<const gpu::Buffer*> prepare_span(gpu::Recorder& rec, AttentionCache& cach
   return &cache.span;
 }
 
+namespace {
+bool accumulated(const AttentionParams& p) { return p.phase != PhaseSource::omega_t; }
+
+// An accumulated phase needs the cache's phase ring.
+Status check_phase(const AttentionParams& p, const AttentionCache& cache) {
+  if (p.phase != PhaseSource::omega_t && p.phase != PhaseSource::accumulated_rope &&
+      p.phase != PhaseSource::accumulated_random)
+    return make_error(Code::invalid_argument, "rfa attention: unknown phase source " + std::to_string((uint32_t)p.phase));
+  if (accumulated(p) && !cache.theta.valid())
+    return make_error(Code::invalid_argument,
+                      "rfa attention: the layer's accumulated phase needs a cache created with a phase ring");
+  return Status::Ok();
+}
+}  // namespace
+
+Status record_rfa_phase_scan(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
+                             AttentionCache& cache, const AttentionSpan& span) {
+  const AttentionParams& p = w.params();
+  RFA_TRY(check_phase(p, cache));
+  if (!accumulated(p) || span.n_new == 0) return Status::Ok();
+  auto positions = prepare_span(rec, cache, span, p.sw.causal);
+  if (!positions) return positions.status();
+  gpu::SpecConstants spec;  // constant_id 0: D
+  spec.u32(cache.dim);
+  auto pipe = ctx.pipelines().get<PhaseScanPush>("rfa_phase_scan", spec);
+  if (!pipe) return pipe.status();
+  const uint64_t threads = (uint64_t)cache.batch * cache.heads * cache.dim;
+  for (uint32_t first = 0; first < span.n_new; first += kPhaseScanChunk) {
+    const PhaseScanPush push{cache.batch, span.n_new, cache.capacity, cache.heads, first, kPhaseScanChunk,
+                             (uint32_t)p.phase, p.step_seed, p.step_layer};
+    rec.dispatch(**pipe, {gpu::in(w.omega()), gpu::inout(cache.theta), gpu::in(**positions)}, &push,
+                 (uint32_t)((threads + 63) / 64), 1, 1, "rfa_phase_scan");
+  }
+  return Status::Ok();
+}
+
 Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                          const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
                          const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, const AttentionSpan& span) {
@@ -391,17 +433,21 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   RFA_TRY(check_size(v_proj, proj, "v_proj"));
   RFA_TRY(check_size(v_norm_scratch, proj, "v_norm"));
   RFA_TRY(check_size(timestamps, (uint64_t)B * cache.capacity * 8, "timestamps"));
-  // constant_id 0: D, 1: IN_NORM
+  RFA_TRY(check_phase(p, cache));
+  if (accumulated(p)) RFA_TRY(record_rfa_phase_scan(ctx, rec, w, cache, AttentionSpan{span.pos0, n_new, *positions}));
+  // constant_id 0: D, 1: IN_NORM, 2: PHASE, 3: ROTATE_V
   gpu::SpecConstants spec;
-  spec.u32(D).flag(p.sw.complex_input_norm);
+  spec.u32(D).flag(p.sw.complex_input_norm).u32((uint32_t)p.phase).flag(p.sw.rotate_values);
   auto pipe = ctx.pipelines().get<RotatePush>(cache.kv_f16 ? "rfa_rotate_kv16" : "rfa_rotate", spec);
   if (!pipe) return pipe.status();
   const RotatePush push{B, n_new, cache.capacity, H};
   const uint64_t threads = (uint64_t)B * n_new * H * 3;
+  // Layers without a phase ring bind the span there (never read: PHASE = 0).
   rec.dispatch(**pipe,
                {gpu::in(w.omega()), gpu::in(w.gains()), gpu::in(timestamps), gpu::in(q_proj), gpu::in(k_proj),
                 gpu::in(v_proj), gpu::out(cache.q), gpu::out(cache.k), gpu::out(cache.v), gpu::out(cache.q_norm2),
-                gpu::out(cache.k_norm2), gpu::out(v_norm_scratch), gpu::in(**positions)},
+                gpu::out(cache.k_norm2), gpu::out(v_norm_scratch), gpu::in(**positions),
+                gpu::in(accumulated(p) ? cache.theta : **positions)},
                &push, (uint32_t)((threads + 63) / 64), 1, 1, "rfa_rotate");
   return Status::Ok();
 }
@@ -438,22 +484,27 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   auto positions = prepare_span(rec, cache, span, p.sw.causal);
   if (!positions) return positions.status();
   RFA_TRY(check_size(out, (uint64_t)B * n_new * 2 * H * D * 4, "out"));
+  RFA_TRY(check_phase(p, cache));
   const AttentionSwitches& sw = p.sw;
   const AttentionTiling t =
       choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity, sw.gate);
+  // Values that were never rotated are not rotated back; an accumulated phase has no lag-shift
+  // rotation (e^{i omega s} belongs to the omega t clock).
+  const bool counter_rotate = sw.counter_rotate && sw.rotate_values;
+  const bool shift_rotation = sw.shift_rotation && !accumulated(p);
   // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL, 9: COV, 10: BIAS,
   // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM,
-  // 18: DIRECT_KV, 19: SPLIT
+  // 18: DIRECT_KV, 19: SPLIT, 20: PHASE
   auto switches = [&](gpu::SpecConstants& spec) {
     spec.flag(sw.causal).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
-        .flag(sw.robust).flag(sw.full_residual).flag(sw.counter_rotate).flag(sw.shift_rotation).flag(sw.gate)
+        .flag(sw.robust).flag(sw.full_residual).flag(counter_rotate).flag(shift_rotation).flag(sw.gate)
         .flag(sw.complex_output_norm);
   };
   gpu::SpecConstants spec;
   spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
       .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1);
   switches(spec);
-  spec.flag(t.direct_kv).u32(t.splits);
+  spec.flag(t.direct_kv).u32(t.splits).u32((uint32_t)p.phase);
   auto pipe = ctx.pipelines().get<AttentionPush>(attention_kernel_name("rfa_attention", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};
@@ -462,14 +513,15 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
       gpu::in(timestamps),     gpu::in(cache.q),        gpu::in(cache.k),             gpu::in(cache.v),
       gpu::in(cache.q_norm2),  gpu::in(cache.k_norm2),  gpu::in(v_norm_scratch),      gpu::out(out),
       gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::inout(cache.row_energy), gpu::in(**positions),
-      gpu::in(cache.lag_table), t.splits > 1 ? gpu::out(cache.partials) : gpu::in(cache.partials)};
+      gpu::in(cache.lag_table), t.splits > 1 ? gpu::out(cache.partials) : gpu::in(cache.partials),
+      gpu::in(accumulated(p) ? cache.theta : **positions)};  // the phase ring (unread without one)
   rec.dispatch(**pipe, bindings, &push, t.groups_x, H, B, "rfa_attention");
   if (t.splits == 1) return Status::Ok();
   // Split-k reduce: one thread per row merges its splits and runs the epilogue.
   gpu::SpecConstants rspec;
   rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(std::min<uint32_t>(D, 8)).u32(1).u32(1);
   switches(rspec);
-  rspec.flag(false).u32(t.splits);
+  rspec.flag(false).u32(t.splits).u32((uint32_t)p.phase);
   auto reduce = ctx.pipelines().get<AttentionPush>("rfa_attention_reduce", rspec);
   if (!reduce) return reduce.status();
   std::vector<gpu::Binding> rb = bindings;

@@ -56,11 +56,14 @@ struct AttentionCache {
   // splits for up to kSplitRows query rows per (batch row, head).
   uint32_t max_splits = 1;
   gpu::Buffer q, k, v, q_norm2, k_norm2, row_max, row_sum, row_energy, span, lag_table, partials;
+  // Layers with an accumulated phase (AttentionParams::phase): the phase ring, (hi, lo) float pairs
+  // [B, capacity, H*D] written by the scan pass before the rotation; invalid otherwise.
+  gpu::Buffer theta;
   uint32_t oldest() const { return filled > capacity ? filled - capacity : 0; }
   uint64_t kv_bytes_per_component() const { return kv_f16 ? 4 : 8; }
   static Result<AttentionCache> create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,
                                        uint32_t capacity, const char* label, uint32_t window = 0,
-                                       bool kv_f16 = false);
+                                       bool kv_f16 = false, bool phase_ring = false);
 };
 
 // The positions one call adds: [pos0, pos0 + n_new) of every batch row, keys [0, pos0 + n_new).
@@ -135,6 +138,12 @@ inline Status record_rfa_attention(gpu::Context& ctx, gpu::Recorder& rec, const 
   return record_rfa_attention(ctx, rec, w, cache, timestamps, q_proj, k_proj, v_proj, v_norm_scratch, out,
                               AttentionSpan{pos0, n_new, nullptr});
 }
+
+// Layers with an accumulated phase: theta of the span's new positions into cache.theta (one
+// dispatch per kPhaseScanChunk positions; record_rfa_rotate records it itself).
+constexpr uint32_t kPhaseScanChunk = 16384;
+Status record_rfa_phase_scan(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
+                             AttentionCache& cache, const AttentionSpan& span);
 
 // The two halves of record_rfa_attention, for tests and benchmarks.
 Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,

@@ -38,6 +38,9 @@ Status check_params(const AttentionParams& p) {
   for (const auto* g : {&p.norm_q, &p.norm_k, &p.norm_v, &p.norm_o})
     if (!g->empty() && g->size() != HD)
       return make_error(Code::invalid_argument, "reference attention: a complex norm gain vector is not heads*dim long");
+  if (p.phase != PhaseSource::omega_t)
+    return make_error(Code::unsupported, "reference attention: an accumulated phase is the ACC twin's "
+                                         "(ref::acc_attention, docs/variant-acc.md)");
   return Status::Ok();
 }
 
@@ -249,7 +252,9 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
           for (int d = 0; d < D; ++d) {
             // Counter-rotated: the value transported from t_j to t_i; otherwise left in the
             // stationary frame V e^{-i omega t_j} (the reference always rotates V, docs/reference-code.md §6).
-            const cd phase = p.sw.counter_rotate ? cis(omega[d] * (ti - tj)) : cis(-omega[d] * tj);
+            const cd phase = !p.sw.rotate_values   ? cd(1.0, 0.0)
+                             : p.sw.counter_rotate ? cis(omega[d] * (ti - tj))
+                                                   : cis(-omega[d] * tj);
             est[d] += a * phase * v[d];
             if (est_st) est_st[d] += a * o.stages.Vr[(((size_t)b * N + j) * H + h) * D + d];
           }

@@ -90,7 +90,7 @@ Status Session::Impl::init() {
     lg.attn = std::make_unique<ops::AttentionWeightsGpu>(aw.take());
     auto cache = ops::AttentionCache::create(G, (uint32_t)batch, (uint32_t)m.n_heads, (uint32_t)m.head_dim,
                                              (uint32_t)capacity, (pre + "attn.cache").c_str(), (uint32_t)window,
-                                             opts.kv == KvPrecision::f16);
+                                             opts.kv == KvPrecision::f16, al.params.phase != PhaseSource::omega_t);
     if (!cache) return cache.status();
     lg.cache = cache.take();
     if (m.arch != Architecture::attention) {
