@@ -229,3 +229,22 @@ TEST_CASE("load_config reads a file and reports a missing one") {
   CHECK(load_config((dir / "nope.json").string()).status().code() == Code::io_error);
   fs::remove_all(dir);
 }
+
+TEST_CASE("the ACC keys: phase source, step seed, stationary values") {
+  ModelConfig c = expect_ok(cfg("signal", R"("num_blocks": 1, "d_in": 2)"));
+  CHECK(c.phase_source == PhaseSource::omega_t);  // RFA's clock unless asked
+  CHECK(c.step_seed == 0);
+  CHECK(c.stationary_values);
+  c = expect_ok(cfg("signal", R"("num_blocks": 1, "d_in": 2, "phase_source": "accumulated_random", "step_seed": 77,
+                                 "stationary_values": false)"));
+  CHECK(c.phase_source == PhaseSource::accumulated_random);
+  CHECK(c.step_seed == 77);
+  CHECK(!c.stationary_values);
+  CHECK(expect_ok(cfg("lm", R"("phase_source": "accumulated_rope")")).phase_source == PhaseSource::accumulated_rope);
+  CHECK(expect_ok(cfg("lm", R"("phase_source": null)")).phase_source == PhaseSource::omega_t);
+  expect_error(cfg("lm", R"("phase_source": "accumulated_learned")"), {"phase_source", "accumulated_learned"});
+  expect_error(cfg("lm", R"("phase_source": 1)"), {"phase_source", "string"});
+  expect_error(cfg("lm", R"("step_seed": -1)"), {"step_seed"});
+  expect_error(cfg("lm", R"("stationary_values": "no")"), {"stationary_values"});
+  expect_error(cfg("attention", R"("phase_source": "accumulated_rope", "causal": false)"), {"phase_source", "causal"});
+}

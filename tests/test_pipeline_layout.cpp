@@ -18,13 +18,21 @@ TEST_CASE("every shader's bindings and push block are read from its SPIR-V") {
     uint32_t bindings, push_bytes;
   } expected[] = {{"embed", 3, 8},          {"layer_norm", 4, 16},    {"linear", 4, 16},
                   {"linear_direct", 4, 16}, {"linear_gemv", 4, 16},   {"sample", 3, 20},
-                  {"sample_f64", 3, 20},    {"ring_append", 3, 16},   {"rfa_rotate", 13, 16},
-                  {"rfa_attention", 18, 24}, {"sdpa", 8, 24},         {"rfa_curves", 3, 8},
+                  {"sample_f64", 3, 20},    {"ring_append", 3, 16},   {"rfa_rotate", 14, 16},
+                  {"rfa_attention", 19, 24}, {"sdpa", 8, 24},         {"rfa_curves", 3, 8},
                   {"rfa_probe", 10, 56},    {"rfa_tomography", 8, 52}, {"colormap", 2, 64},
                   // the attention paths: fp16 K/V, split-k reduce passes, the lag table
-                  {"rfa_attention_kv16", 18, 24}, {"rfa_attention_reduce", 18, 24}, {"sdpa_kv16", 8, 24},
-                  {"sdpa_reduce", 8, 24},   {"rfa_rotate_kv16", 13, 16}, {"rfa_probe_kv16", 10, 56},
-                  {"rfa_tomography_kv16", 8, 52}, {"rfa_lag_table", 2, 8}};
+                  {"rfa_attention_kv16", 19, 24}, {"rfa_attention_reduce", 19, 24}, {"sdpa_kv16", 8, 24},
+                  {"sdpa_reduce", 8, 24},   {"rfa_rotate_kv16", 14, 16}, {"rfa_probe_kv16", 10, 56},
+                  {"rfa_tomography_kv16", 8, 52}, {"rfa_lag_table", 2, 8},
+                  // the cooperative tile and its variants; the accumulated phase's scan
+                  {"rfa_attention_tile", 19, 24}, {"rfa_attention_tile_kv16", 19, 24},
+                  {"rfa_attention_tile_f16", 19, 24}, {"rfa_attention_tile_f16_kv16", 19, 24},
+                  {"rfa_attention_tile_cm", 19, 24}, {"rfa_attention_tile_cm_kv16", 19, 24},
+                  {"rfa_attention_tile_cm_emu", 19, 24}, {"rfa_attention_tile_cm_emu_kv16", 19, 24},
+                  {"sdpa_tile", 8, 24}, {"sdpa_tile_kv16", 8, 24}, {"sdpa_tile_f16", 8, 24},
+                  {"sdpa_tile_f16_kv16", 8, 24}, {"sdpa_tile_cm", 8, 24}, {"sdpa_tile_cm_kv16", 8, 24},
+                  {"sdpa_tile_cm_emu", 8, 24}, {"sdpa_tile_cm_emu_kv16", 8, 24}, {"rfa_phase_scan", 3, 36}};
   for (const auto& e : expected) {
     CAPTURE(std::string(e.name));
     const gpu::ShaderBinary* bin = gpu::find_shader(e.name);

@@ -141,6 +141,26 @@ TEST_CASE("a windowed stream equals the whole-sequence prefill with a banded cau
   }
 }
 
+TEST_CASE("accumulated phases stream through the window ring like the twin") {
+  // ACC layers (docs/variant-acc.md): the running phase continues across calls and past the ring's
+  // wrap (each step reads the phase of the position before it, which the ring always still holds).
+  for (Architecture arch : {Architecture::signal, Architecture::lm}) {
+    CAPTURE(std::string(architecture_name(arch)));
+    Model m = *model(arch, 71);
+    for (size_t l = 0; l < m.blocks.size(); ++l) {
+      AttentionParams& p = m.blocks[l].attn.params;
+      p.phase = l == 0 ? PhaseSource::accumulated_random : PhaseSource::accumulated_rope;
+      p.step_seed = 99;
+      p.step_layer = (uint32_t)l;
+      p.sw.stationary_values = l == 0;
+    }
+    auto mp = std::make_shared<const Model>(m);
+    const Stream s = make_stream(*mp, 2, 45, 72);
+    CHECK_CLOSE_VEC(run_windowed(mp, s, 8, {1, 6, 3}), twin(*mp, s, 8), 2e-4, 2e-4);
+    CHECK_CLOSE_VEC(run_windowed(mp, s, 100, {45}), twin(*mp, s, 0), 2e-4, 2e-4);  // wider than the stream
+  }
+}
+
 TEST_CASE("one attention layer: a windowed output equals a fresh prefill of its last window positions") {
   auto m = model(Architecture::attention, 31, 1);
   const int N = 90, W = 16;

@@ -41,6 +41,10 @@ SETTINGS = {
     "lm (M2, tied head)": dict(model="M2", arch="lm"),
     "lm (M1, t_equal)": dict(model="M1", arch="lm", t_equal=True),
     "attention layer (M2)": dict(model="M2", arch="attention"),
+    "ACC random steps (M2)": dict(model="M2", phase_source="accumulated_random", step_seed=5),
+    "ACC rope steps, Q/K only (M2.6)": dict(model="M2.6", phase_source="accumulated_rope", stationary_values=False),
+    "lm ACC random steps (M2.7)": dict(model="M2", arch="lm", phase_source="accumulated_random", step_seed=9,
+                                       use_inner_residual=True, use_total_precision_gate=1),
 }
 
 

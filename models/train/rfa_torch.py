@@ -53,7 +53,8 @@ MODEL_OVERRIDES["M2.6"] = dict(
     additive_bias_type=0, multiplicative_bias_type=0, max_fixed_decay=0.0)
 
 # Our own keys (not in the reference namespace) that the runtime format also stores in args.
-OUR_DEFAULTS = dict(hidden_dim=None, d_in=None, norm="layer_norm", norm_eps=1e-5, tokenizer=None)
+OUR_DEFAULTS = dict(hidden_dim=None, d_in=None, norm="layer_norm", norm_eps=1e-5, tokenizer=None,
+                    phase_source="omega_t", step_seed=0, stationary_values=True)
 
 
 def make_args(model="M2", **kw):
@@ -105,6 +106,60 @@ def log_linear_decays(n_heads, lo=0.01, hi=0.95, zero_frac=0.25):
     return torch.cat([torch.zeros(n_zero), dec])
 
 
+# ----------------------------------------------------------------------------------------
+# Accumulated phases (ACC, docs/variant-acc.md): theta_i = wrap(sum_{s <= i} phi_s)
+# ----------------------------------------------------------------------------------------
+
+_M32 = 0xFFFFFFFF
+
+
+def _murmur_word(h, k):
+    # One 32-bit word of MurmurHash3_x86_32 on int64 tensors (every product masked to 32 bits;
+    # int64 products wrap mod 2^64, which keeps their low 32 bits exact).
+    rotl = lambda x, r: ((x << r) | (x >> (32 - r))) & _M32
+    k = (k * 0xcc9e2d51) & _M32
+    k = rotl(k, 15)
+    k = (k * 0x1b873593) & _M32
+    h = h ^ k
+    h = rotl(h, 13)
+    return (h * 5 + 0xe6546b64) & _M32
+
+
+def acc_uniform(seed, layer, rows, positions, blocks):
+    """The contract's counter-based uniform u(seed, layer, row, position, block) in [0, 1), float64.
+
+    rows, positions, blocks: int64 tensors that broadcast together."""
+    h = torch.full_like(rows * positions * blocks, seed & _M32)
+    for w in (torch.full_like(h, layer & _M32), rows + 0 * h, positions + 0 * h, blocks + 0 * h):
+        h = _murmur_word(h, w & _M32)
+    h = h ^ 16
+    h = h ^ (h >> 16)
+    h = (h * 0x85ebca6b) & _M32
+    h = h ^ (h >> 13)
+    h = (h * 0xc2b2ae35) & _M32
+    h = h ^ (h >> 16)
+    return (h >> 8).to(torch.float64) * 2.0 ** -24
+
+
+def accumulated_phase(kind, omega, B, N, seed, layer, device):
+    """theta [B, H, N, D] (float64): the inclusive prefix of the steps, wrapped to [-pi, pi].
+
+    kind: "accumulated_rope" (phi = omega) or "accumulated_random" (phi = 2 omega u, one draw per
+    (row, position, block) shared by the heads). omega [H, D] may carry gradients."""
+    w = omega.to(torch.float64)
+    H, D = w.shape
+    if kind == "accumulated_rope":
+        phi = w.view(1, H, 1, D).expand(B, H, N, D)
+    elif kind == "accumulated_random":
+        ar = lambda n, shape: torch.arange(n, device=device, dtype=torch.int64).view(shape)
+        u = acc_uniform(seed, layer, ar(B, (B, 1, 1)), ar(N, (1, N, 1)), ar(D, (1, 1, D)))  # [B, N, D]
+        phi = 2.0 * w.view(1, H, 1, D) * u.view(B, 1, N, D)
+    else:
+        raise ValueError(f"phase_source {kind!r}")
+    theta = torch.cumsum(phi, dim=2)
+    return torch.remainder(theta + math.pi, 2 * math.pi) - math.pi
+
+
 class RMSNorm(nn.Module):
     """Stand-in for torch.nn.RMSNorm (absent in torch 1.13): same key (`weight`)."""
 
@@ -150,6 +205,7 @@ class MultiheadIsotropicRFA(nn.Module):
         if a.use_complex_input_norm or a.use_complex_output_norm:
             raise NotImplementedError("complex RMS norms")
         self.n_heads, self.d_e = H, d_e
+        self.layer_index = 0  # the network numbers its blocks (random accumulated steps draw per layer)
         self.d_k_head, self.d_v_head = dk_tot // H, dv_tot // H
         self.d_k_total, self.d_v_total = dk_tot, dv_tot
 
@@ -290,15 +346,21 @@ class MultiheadIsotropicRFA(nn.Module):
         k_re, k_im = heads(self.W_k(Z_k), self.d_k_total)
         v_re, v_im = heads(self.W_v(Z_v), self.d_v_total)
 
-        theta = t.view(t.shape[0], 1, N, 1) * p["omega"].view(1, H, 1, D)  # [Bt,H,N,D]
+        phase = getattr(a, "phase_source", "omega_t")
+        if phase == "omega_t":
+            theta = t.view(t.shape[0], 1, N, 1) * p["omega"].view(1, H, 1, D)  # [Bt,H,N,D]
+        else:  # ACC: per-token steps accumulated along the sequence (docs/variant-acc.md)
+            theta = accumulated_phase(phase, p["omega"], B, N, getattr(a, "step_seed", 0), self.layer_index,
+                                      dev).to(dtype)
         c, sn = torch.cos(theta), torch.sin(theta)
+        stationary_values = getattr(a, "stationary_values", True)
 
         def rot_minus(re, im):   # z * e^{-i theta}
             return re * c + im * sn, im * c - re * sn
 
         qr_re, qr_im = rot_minus(q_re, q_im)
         kr_re, kr_im = rot_minus(k_re, k_im)
-        vr_re, vr_im = rot_minus(v_re, v_im)
+        vr_re, vr_im = rot_minus(v_re, v_im) if stationary_values else (v_re, v_im)
 
         cross = qr_re @ kr_re.transpose(-1, -2) + qr_im @ kr_im.transpose(-1, -2)  # [B,H,N,N]
         if a.use_full_residual_norm:
@@ -342,7 +404,7 @@ class MultiheadIsotropicRFA(nn.Module):
         A = A_hat * E
         est_re = A @ vr_re
         est_im = A @ vr_im
-        if a.rotate_values:   # est * e^{+i theta_i}
+        if a.rotate_values and stationary_values:   # est * e^{+i theta_i}
             est_re, est_im = est_re * c - est_im * sn, est_re * sn + est_im * c
 
         if a.use_inner_residual and a.use_total_precision_gate == 1:
@@ -357,7 +419,7 @@ class MultiheadIsotropicRFA(nn.Module):
         elif a.use_inner_residual and a.use_total_precision_gate == 2:
             raise NotImplementedError("use_total_precision_gate=2 crashes in the reference")
 
-        if s is not None:     # forward rotation by e^{+i omega s}, no decay
+        if s is not None and phase == "omega_t":  # forward rotation by e^{+i omega s}, no decay (omega t clock only)
             if torch.is_tensor(s):
                 ang = p["omega"] * s.view(H, 1)
             else:
@@ -401,6 +463,8 @@ class RFATransformerNetwork(nn.Module):
         self.args = args
         self.input_proj = nn.Linear(args.d_e, args.d_e)
         self.blocks = nn.ModuleList([RFATransformerBlock(args) for _ in range(args.num_blocks)])
+        for l, blk in enumerate(self.blocks):
+            blk.attn.layer_index = l
         self.final_norm = make_norm(args, args.d_e)
         self.output_proj = nn.Linear(args.d_e, args.d_e)
 

@@ -39,7 +39,9 @@ struct AttentionSwitches {
   bool robust = true;          // Student-t: L = B - kappa log(1 + P R2); false: Gaussian L = B - P R2
   bool full_residual = true;   // false: R2 = -E cross (pure-rotation / RoPE limit)
   bool counter_rotate = true;  // rotate the aggregate back by e^{+i omega t_i} (rotate_values)
-  bool rotate_values = true;   // false: values enter unrotated and nothing is rotated back (Q/K-only rotation)
+  // Values rotated into the stationary frame like keys (RFA, always). false: they enter unrotated and
+  // nothing is rotated back, whatever counter_rotate says (ACC's Q/K-only rotation, docs/variant-acc.md).
+  bool stationary_values = true;
   bool causal = true;
   bool shift_rotation = true;  // a non-zero lag shift also rotates the output by e^{+i omega s}
   bool gate = false;           // inner residual with the confidence gate (paper C.4, reference M2.7)

@@ -286,6 +286,21 @@ Result<ModelConfig> parse_config_json(const json& root, const std::string& label
   f.number("norm_eps", c.norm_eps, true);
   RFA_TRY(f.status());
   if (c.norm_eps < 0) f.fail("norm_eps", "must be >= 0");
+  std::string phase;
+  if (f.string("phase_source", phase, true)) {
+    if (phase == "omega_t") c.phase_source = PhaseSource::omega_t;
+    else if (phase == "accumulated_rope") c.phase_source = PhaseSource::accumulated_rope;
+    else if (phase == "accumulated_random") c.phase_source = PhaseSource::accumulated_random;
+    else
+      f.fail("phase_source",
+             "expected \"omega_t\", \"accumulated_rope\" or \"accumulated_random\", found \"" + phase + "\"");
+  }
+  f.integer("step_seed", c.step_seed, 0, std::numeric_limits<int>::max(), true);
+  f.boolean("stationary_values", c.stationary_values, true);
+  RFA_TRY(f.status());
+  if (c.phase_source != PhaseSource::omega_t && !c.args.causal)
+    return make_error(Code::model_error, label + ": args.phase_source = accumulated needs a causal layer "
+                                                 "(args.causal = true): the prefix runs along the sequence");
   if (c.arch == Architecture::lm) {
     std::string tok;
     if (f.string("tokenizer", tok, true)) {

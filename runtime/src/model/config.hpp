@@ -88,6 +88,11 @@ struct ModelConfig {
   NormKind norm = NormKind::layer_norm;
   double norm_eps = 1e-5;  // default: 1e-5 for layer_norm; torch.finfo(float32).eps for rms_norm
   std::string tokenizer;   // lm: "bytes" | "gpt2" | "" (none: token ids only)
+  // ACC (docs/variant-acc.md): where each layer's rotation angles come from, the random steps' seed,
+  // and whether values are rotated into the stationary frame (false: Q/K-only rotation).
+  PhaseSource phase_source = PhaseSource::omega_t;
+  int step_seed = 0;
+  bool stationary_values = true;
 
   int head_dim() const { return args.d_k_total / args.n_heads; }
 };

@@ -156,7 +156,7 @@ Result<NormWeights> load_norm(TensorReader& r, const std::string& prefix, const 
     dst = rfa_r_.take();                \
   } while (0)
 
-Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, const ModelConfig& cfg) {
+Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, const ModelConfig& cfg, int layer_index) {
   const ReferenceArgs& a = cfg.args;
   const int H = a.n_heads, D = cfg.head_dim(), de = a.d_e;
   AttentionLayer layer;
@@ -206,6 +206,11 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
   auto params = physics::physical_params(cfg, raw);
   if (!params) return params.status();
   layer.params = params.take();
+  // ACC: the phase source of every layer; random steps draw per layer (docs/variant-acc.md).
+  layer.params.phase = cfg.phase_source;
+  layer.params.step_seed = (uint32_t)cfg.step_seed;
+  layer.params.step_layer = (uint32_t)layer_index;
+  layer.params.sw.stationary_values = cfg.stationary_values;
   return layer;
 }
 
@@ -234,7 +239,7 @@ Result<Model> build_model(const ModelConfig& cfg, const SafetensorsFile& st, con
   const int de = a.d_e;
 
   if (cfg.arch == Architecture::attention) {
-    RFA_ASSIGN(m.single, load_attention(r, "", cfg));
+    RFA_ASSIGN(m.single, load_attention(r, "", cfg, 0));
     RFA_TRY(r.unexpected());
     return m;
   }
@@ -269,7 +274,7 @@ Result<Model> build_model(const ModelConfig& cfg, const SafetensorsFile& st, con
     const std::string p = "backbone.blocks." + std::to_string(l) + ".";
     Block& b = m.blocks[(size_t)l];
     RFA_ASSIGN(b.norm1, load_norm(r, p + "norm1", cfg, de, a.use_real_input_norm));
-    RFA_ASSIGN(b.attn, load_attention(r, p + "attn.", cfg));
+    RFA_ASSIGN(b.attn, load_attention(r, p + "attn.", cfg, l));
     RFA_ASSIGN(b.norm2, load_norm(r, p + "norm2", cfg, de, a.use_real_output_norm));
     RFA_ASSIGN(b.ffn1, load_linear(r, p + "ffn.0", de, cfg.hidden_dim));
     RFA_ASSIGN(b.ffn2, load_linear(r, p + "ffn.2", cfg.hidden_dim, de));

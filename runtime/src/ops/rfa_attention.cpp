@@ -437,7 +437,7 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   if (accumulated(p)) RFA_TRY(record_rfa_phase_scan(ctx, rec, w, cache, AttentionSpan{span.pos0, n_new, *positions}));
   // constant_id 0: D, 1: IN_NORM, 2: PHASE, 3: ROTATE_V
   gpu::SpecConstants spec;
-  spec.u32(D).flag(p.sw.complex_input_norm).u32((uint32_t)p.phase).flag(p.sw.rotate_values);
+  spec.u32(D).flag(p.sw.complex_input_norm).u32((uint32_t)p.phase).flag(p.sw.stationary_values);
   auto pipe = ctx.pipelines().get<RotatePush>(cache.kv_f16 ? "rfa_rotate_kv16" : "rfa_rotate", spec);
   if (!pipe) return pipe.status();
   const RotatePush push{B, n_new, cache.capacity, H};
@@ -490,7 +490,7 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
       choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity, sw.gate);
   // Values that were never rotated are not rotated back; an accumulated phase has no lag-shift
   // rotation (e^{i omega s} belongs to the omega t clock).
-  const bool counter_rotate = sw.counter_rotate && sw.rotate_values;
+  const bool counter_rotate = sw.counter_rotate && sw.stationary_values;
   const bool shift_rotation = sw.shift_rotation && !accumulated(p);
   // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL, 9: COV, 10: BIAS,
   // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM,

@@ -1,9 +1,11 @@
 #include "reference/attention_ref.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 
+#include "reference/acc_ref.hpp"
 #include "reference/ops_ref.hpp"
 #include "reference/rfa_math.hpp"
 
@@ -38,9 +40,6 @@ Status check_params(const AttentionParams& p) {
   for (const auto* g : {&p.norm_q, &p.norm_k, &p.norm_v, &p.norm_o})
     if (!g->empty() && g->size() != HD)
       return make_error(Code::invalid_argument, "reference attention: a complex norm gain vector is not heads*dim long");
-  if (p.phase != PhaseSource::omega_t)
-    return make_error(Code::unsupported, "reference attention: an accumulated phase is the ACC twin's "
-                                         "(ref::acc_attention, docs/variant-acc.md)");
   return Status::Ok();
 }
 
@@ -74,9 +73,31 @@ std::vector<cd> input_norm(const AttentionParams& p, const std::vector<cd>& Z, c
   return out;
 }
 
+// The accumulated phases theta [B][N][H][D] of an ACC layer (docs/variant-acc.md) from the ACC
+// twin's steps and prefix (positions 0..N-1 of each batch row); empty for the omega t clock.
+Status accumulated_theta(const AttentionParams& p, int B, int N, std::vector<double>* theta) {
+  theta->clear();
+  if (p.phase == PhaseSource::omega_t) return Status::Ok();
+  AccStepSource src;
+  src.kind = p.phase == PhaseSource::accumulated_random ? AccStepKind::random : AccStepKind::rope;
+  src.seed = p.step_seed;
+  src.layer = p.step_layer;
+  std::vector<double> phi;
+  RFA_TRY(acc_steps(src, B, N, 0, p.heads, p.dim, p.omega, {}, &phi));
+  return acc_prefix(phi, B, N, p.heads * p.dim, theta);
+}
+
+// The angle of position n (batch row b, head h, dim d): omega_d t_n, or its accumulated phase.
+double angle_of(const AttentionParams& p, const std::vector<double>& theta, int N, int b, int n, int h, int d,
+                double t_n) {
+  const int D = p.dim;
+  return theta.empty() ? p.omega[(size_t)h * D + d] * t_n : theta[(((size_t)b * N + n) * p.heads + h) * D + d];
+}
+
 }  // namespace
 
-PairTerms pair_terms(const AttentionParams& p, int h, const cd* q, const cd* k, double t_i, double t_j) {
+PairTerms pair_terms(const AttentionParams& p, int h, const cd* q, const cd* k, double t_i, double t_j,
+                     const double* theta_i, const double* theta_j) {
   const HeadParams& hp = p.head[(size_t)h];
   const double* omega = p.omega.data() + (size_t)h * (size_t)p.dim;
   PairTerms r;
@@ -89,7 +110,8 @@ PairTerms pair_terms(const AttentionParams& p, int h, const cd* q, const cd* k, 
   const double rel = t_i - t_j;  // the relative phase always uses the signed time difference
   double resid2 = 0.0, cross = 0.0, qn = 0.0, kn = 0.0;
   for (int d = 0; d < p.dim; ++d) {
-    const cd k_at_i = cis(omega[d] * rel) * k[d];  // key transported to t_i (rotation only)
+    // The key transported to t_i (rotation only): by omega (t_i - t_j), or by the accumulated route angle.
+    const cd k_at_i = cis(theta_i ? theta_i[d] - theta_j[d] : omega[d] * rel) * k[d];
     resid2 += std::norm(q[d] - r.E * k_at_i);
     cross += (std::conj(q[d]) * k_at_i).real();
     qn += std::norm(q[d]);
@@ -121,7 +143,12 @@ PairTerms pair_terms(const AttentionParams& p, int N, const std::vector<cd>& Q, 
     complex_rms_norm(k.data(), D, gain_of(p.norm_k, h, D));
   }
   if (masked) *masked = p.sw.causal && j > i;
-  return pair_terms(p, h, q.data(), k.data(), time_of(t, N, b, i), time_of(t, N, b, j));
+  std::vector<double> theta;  // ACC: the phases of positions 0..max(i, j)
+  const int upto = std::max(i, j) + 1;
+  if (!accumulated_theta(p, b + 1, upto, &theta).ok()) theta.clear();
+  const double* th = theta.empty() ? nullptr : theta.data() + (size_t)b * upto * H * D;
+  return pair_terms(p, h, q.data(), k.data(), time_of(t, N, b, i), time_of(t, N, b, j),
+                    th ? th + ((size_t)i * H + h) * D : nullptr, th ? th + ((size_t)j * H + h) * D : nullptr);
 }
 
 Status rotate_inputs(const AttentionParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
@@ -134,6 +161,8 @@ Status rotate_inputs(const AttentionParams& p, int B, int N, const std::vector<c
   st->Qr.resize(Q.size());
   st->Kr.resize(K.size());
   st->Vr.resize(V.size());
+  std::vector<double> theta;
+  RFA_TRY(accumulated_theta(p, B, N, &theta));
   st->q_norm2.assign((size_t)B * N * H, 0.0);
   st->k_norm2.assign((size_t)B * N * H, 0.0);
   for (int b = 0; b < B; ++b)
@@ -143,10 +172,10 @@ Status rotate_inputs(const AttentionParams& p, int B, int N, const std::vector<c
         const size_t row = ((size_t)b * N + n) * H + h;
         for (int d = 0; d < D; ++d) {
           const size_t idx = row * D + d;
-          const cd rot = cis(-p.omega[(size_t)h * D + d] * tn);
+          const cd rot = cis(-angle_of(p, theta, N, b, n, h, d, tn));
           st->Qr[idx] = st->Qn[idx] * rot;
           st->Kr[idx] = st->Kn[idx] * rot;
-          st->Vr[idx] = st->Vn[idx] * rot;
+          st->Vr[idx] = p.sw.stationary_values ? st->Vn[idx] * rot : st->Vn[idx];
           st->q_norm2[row] += std::norm(st->Qn[idx]);
           st->k_norm2[row] += std::norm(st->Kn[idx]);
         }
@@ -194,6 +223,11 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
 
   std::vector<double> logit((size_t)N), energy((size_t)N), E((size_t)N);
   std::vector<uint8_t> valid((size_t)N);
+  std::vector<double> theta;  // ACC layers: the accumulated phases, else empty (omega t)
+  RFA_TRY(accumulated_theta(p, B, N, &theta));
+  auto theta_at = [&](int b, int n, int h) {
+    return theta.empty() ? nullptr : theta.data() + (((size_t)b * N + n) * H + h) * D;
+  };
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h) {
       const double* omega = p.omega.data() + (size_t)h * D;
@@ -210,7 +244,7 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
           if (!ok) continue;
           any = true;
           const cd* k = Kn.data() + (((size_t)b * N + j) * H + h) * D;
-          const PairTerms pt = pair_terms(p, h, q, k, ti, time_of(t, N, b, j));
+          const PairTerms pt = pair_terms(p, h, q, k, ti, time_of(t, N, b, j), theta_at(b, i, h), theta_at(b, j, h));
           logit[(size_t)j] = pt.logit;
           energy[(size_t)j] = pt.energy;
           E[(size_t)j] = pt.E;
@@ -252,9 +286,10 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
           for (int d = 0; d < D; ++d) {
             // Counter-rotated: the value transported from t_j to t_i; otherwise left in the
             // stationary frame V e^{-i omega t_j} (the reference always rotates V, docs/reference-code.md §6).
-            const cd phase = !p.sw.rotate_values   ? cd(1.0, 0.0)
-                             : p.sw.counter_rotate ? cis(omega[d] * (ti - tj))
-                                                   : cis(-omega[d] * tj);
+            const double ai = angle_of(p, theta, N, b, i, h, d, ti), aj = angle_of(p, theta, N, b, j, h, d, tj);
+            // omega t: the relative phase from the time difference, so timestamps ~1e6 lose nothing.
+            const double rel = theta.empty() ? omega[d] * (ti - tj) : ai - aj;
+            const cd phase = !p.sw.stationary_values ? cd(1.0, 0.0) : p.sw.counter_rotate ? cis(rel) : cis(-aj);
             est[d] += a * phase * v[d];
             if (est_st) est_st[d] += a * o.stages.Vr[(((size_t)b * N + j) * H + h) * D + d];
           }
@@ -290,8 +325,9 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
   }
   if (opt.want_stages) o.stages.est_normed = o.est;
 
-  // Lag-shift projection: rotation e^{+i omega s_h} only, decay 1 (docs/reference-code.md §7).
-  if (p.sw.shift_rotation) {
+  // Lag-shift projection: rotation e^{+i omega s_h} only, decay 1 (docs/reference-code.md §7); it
+  // belongs to the omega t clock, so an accumulated phase has none (docs/variant-acc.md).
+  if (p.sw.shift_rotation && p.phase == PhaseSource::omega_t) {
     for (int h = 0; h < H; ++h) {
       const double s = p.head[(size_t)h].lag_shift;
       if (s == 0.0) continue;

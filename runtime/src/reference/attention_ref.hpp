@@ -86,7 +86,11 @@ struct PairTerms {
   double logit = 0;     // tau L
   double energy = 0;    // B - log(1 + P R2)  or  B - P R2 (no kappa, no tau)
 };
-PairTerms pair_terms(const AttentionParams& p, int h, const cd* q, const cd* k, double t_i, double t_j);
+// theta_i, theta_j (D angles each, optional): accumulated phases of the two positions
+// (AttentionParams::phase != omega_t); the relative rotation is then theta_i - theta_j instead of
+// omega (t_i - t_j).
+PairTerms pair_terms(const AttentionParams& p, int h, const cd* q, const cd* k, double t_i, double t_j,
+                     const double* theta_i = nullptr, const double* theta_j = nullptr);
 
 // The same for pair (i, j) of head h in sequence b of full inputs [B][N][H][D] (the input norm is
 // applied here). *masked (optional) reports whether the causal mask hides the pair.
