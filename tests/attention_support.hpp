@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ops/rfa_attention.hpp"
+#include "ops/rfa_probe.hpp"
 #include "reference/attention_ref.hpp"
 #include "reference/ops_ref.hpp"
 #include "test_support.hpp"
@@ -276,6 +278,37 @@ inline void check_model(const AttentionParams& p, int B, int N, int times, int c
   for (size_t k = 0; k < mx.size(); ++k) lse.push_back(mx[k] + std::log(sm[k]));
   CHECK_CLOSE_VEC(lse, r.row_lse, tol * 10, tol);
   if (p.sw.gate) CHECK_CLOSE_VEC(f.trim(g.row_energy), r.energy_lse, tol * 10, tol);
+}
+
+// The probe of rows [5, N) x all columns of head 2 in each of `rows` (batch rows), after a run in
+// calls of `chunk` rows, against the twin's Ahat and A (M2, H = 3, D = 8, N = 61, B = 2, irregular
+// times). The probes read the row statistics the fused kernel wrote: this checks the path that wrote them.
+inline void check_probe_after(const AttentionPath& ap, int chunk, std::initializer_list<uint32_t> rows, double tol) {
+  const AttentionParams p = model("M2", 3, 8);
+  const int N = 61;
+  const Inputs in = make_inputs(p, 2, N, 9, 1);
+  const ref::AttentionOutputs r = twin(p, in, true);
+  Fixture f(p, in, 0, ap);
+  f.run(chunk);
+  for (uint32_t b : rows) {
+    CAPTURE(b);
+    const uint32_t h = 2, r0 = 5, r1 = 61, c0 = 0, c1 = 61;
+    const size_t n = (size_t)(r1 - r0) * (c1 - c0);
+    gpu::Buffer ah = f.up(std::vector<float>(n)), aa = f.up(std::vector<float>(n));
+    gpu::Recorder rec(f.g);
+    REQUIRE(rec.begin().ok());
+    REQUIRE(ops::record_rfa_probe(f.g, rec, f.w, f.cache, f.ts, b, h, r0, r1, c0, c1, ah, aa).ok());
+    REQUIRE(rec.submit_and_wait().ok());
+    std::vector<double> ra, rb;
+    for (uint32_t i = r0; i < r1; ++i)
+      for (uint32_t j = c0; j < c1; ++j) {
+        const size_t idx = (((size_t)b * 3 + h) * N + i) * N + j;
+        ra.push_back(r.Ahat[idx]);
+        rb.push_back(r.A[idx]);
+      }
+    CHECK_CLOSE_VEC(f.down(ah, n), ra, 1e-5, tol);
+    CHECK_CLOSE_VEC(f.down(aa, n), rb, 1e-5, tol);
+  }
 }
 
 // Kernel paths forced through a context's KernelOptions, and the shapes they are tested on.

@@ -107,31 +107,7 @@ TEST_CASE("fp16 K/V caches match the twin within the fp16 bound") {
 TEST_CASE("probes read the row statistics of split-k and fp16 runs") {
   for (const AttentionPath& ap : {path(0, 1, 3, false), path(1, 0, 2, true)}) {
     CAPTURE(describe(ap));
-    const AttentionParams p = model("M2", 3, 8);
-    const int N = 61;
-    const Inputs in = make_inputs(p, 2, N, 9, 1);
-    const ref::AttentionOutputs r = twin(p, in, true);
-    Fixture f(p, in, 0, ap);
-    f.run(1);
-    const double tol = ap.kv_f16 ? kTolF16 : 1e-4;
-    for (uint32_t b : {0u, 1u}) {
-      const uint32_t h = 2, r0 = 5, r1 = 61, c0 = 0, c1 = 61;
-      const size_t n = (size_t)(r1 - r0) * (c1 - c0);
-      gpu::Buffer ah = f.up(std::vector<float>(n)), aa = f.up(std::vector<float>(n));
-      gpu::Recorder rec(f.g);
-      REQUIRE(rec.begin().ok());
-      REQUIRE(ops::record_rfa_probe(f.g, rec, f.w, f.cache, f.ts, b, h, r0, r1, c0, c1, ah, aa).ok());
-      REQUIRE(rec.submit_and_wait().ok());
-      std::vector<double> ra, rb;
-      for (uint32_t i = r0; i < r1; ++i)
-        for (uint32_t j = c0; j < c1; ++j) {
-          const size_t idx = (((size_t)b * 3 + h) * N + i) * N + j;
-          ra.push_back(r.Ahat[idx]);
-          rb.push_back(r.A[idx]);
-        }
-      CHECK_CLOSE_VEC(f.down(ah, n), ra, 1e-5, tol);
-      CHECK_CLOSE_VEC(f.down(aa, n), rb, 1e-5, tol);
-    }
+    check_probe_after(ap, 1, {0u, 1u}, ap.kv_f16 ? kTolF16 : 1e-4);
   }
 }
 

@@ -48,7 +48,15 @@ std::string model_summary(const Model& m) {
          (sw.robust ? ", student-t" : ", gaussian") + (sw.full_residual ? "" : ", cross-term residual") +
          (sw.counter_rotate ? "" : ", no counter-rotation") + (sw.causal ? ", causal" : ", non-causal") +
          (sw.gate ? ", gate" : "") + (sw.complex_input_norm ? ", cnorm-in" : "") +
-         (sw.complex_output_norm ? ", cnorm-out" : "") + "\n";
+         (sw.complex_output_norm ? ", cnorm-out" : "") +
+         // ACC layers (docs/variant-acc.md): the angles are accumulated steps, not omega t; the omega
+         // band below is then the steps' scale (rope: the step; random: half its mean).
+         (p.phase == PhaseSource::accumulated_rope ? ", phase: accumulated rope steps"
+          : p.phase == PhaseSource::accumulated_random
+              ? ", phase: accumulated random steps (seed " + std::to_string(p.step_seed) + ", layer " +
+                    std::to_string(p.step_layer) + ")"
+              : "") +
+         (sw.stationary_values ? "" : ", values unrotated") + "\n";
     s += "  head        mu  |omega| min..max      stat.var      eta2    gamma2    nu/D   kappa     tau  shift  regime\n";
     for (int h = 0; h < p.heads; ++h) {
       const HeadParams& hp = p.head[(size_t)h];
