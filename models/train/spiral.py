@@ -91,11 +91,23 @@ class Spiral:
         return out
 
 
+# The mechanisms trained here: paper model and extra flags. spiral_rank.py trains all of them.
+KINDS = {
+    "rfa": dict(model="M2"),
+    "rope": dict(model="M2.6"),
+    # Accumulated rotations (docs/variant-acc.md): random steps U(0, 2 omega), values rotated and
+    # rotated back (the paper's best "random accumulated Q/K/V"), without and with RFA's decay.
+    "acc": dict(model="M2.6", phase_source="accumulated_random"),
+    "rfa_acc": dict(model="M2", phase_source="accumulated_random"),
+}
+
+
 def model_args(kind, a):
     common = dict(n_heads=a.heads, d_e=a.d_e, d_k_total=a.d_k, d_v_total=a.d_k, num_blocks=a.layers,
                   hidden_dim=4 * a.d_e, d_in=2, seq_len=a.n_train, vocab_size=None, batch_size=a.batch,
                   t_equal=False, norm="layer_norm", norm_eps=1e-5, tokenizer=None)
-    args = make_args("M2" if kind == "rfa" else "M2.6", **common)
+    over = dict(KINDS[kind])
+    args = make_args(over.pop("model"), **common, **over)
     args.architecture = "signal"
     return args
 
@@ -115,9 +127,12 @@ def train(kind, a, sp, log):
     rng = np.random.default_rng(a.seed + 1)
     tm = Timer()
     run = 0.0
+    random_steps = getattr(args, "phase_source", "omega_t") == "accumulated_random"
     for step in range(a.steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, a.steps, a.lr)
+        if random_steps:  # fresh random steps every training step (as the paper); seed 0 when exported
+            args.step_seed = step + 1
         y, t, tgt = make_batch(sp, a.batch, a.n_train, rng)
         pred = model(y, t_measure=t)
         loss = F.mse_loss(pred, tgt)
@@ -128,6 +143,7 @@ def train(kind, a, sp, log):
         run = 0.98 * run + 0.02 * loss.item() if step else loss.item()
         if step % 100 == 0 or step == a.steps - 1:
             log("[%s] step %5d  loss %.4f  (ema %.4f)  %.0fs" % (kind, step, loss.item(), run, tm()))
+    args.step_seed = 0
     return model, args, tm()
 
 

@@ -1,0 +1,121 @@
+"""The spiral benchmark that ranks the mechanisms: spiral.py's simulator, exact Kalman filter, data
+and training recipe for every kind in spiral.KINDS (RFA, RoPE, accumulated rotations with and
+without RFA's decay; AFA and RT-RFA join when they have PyTorch modules), each seed trained from
+scratch. Reports next-step MSE against the true state at 1x and 4x the training length, regular and
+irregular sampling, beside raw measurements and the Kalman filter: one JSON file and a markdown
+table (mean and spread over seeds, and the ratio to Kalman).
+
+usage: nice /usr/bin/python3 spiral_rank.py [--kinds rfa,acc,rfa_acc,rope] [--seeds 0,1,2]
+                                            [--json ../benchmark-spiral.json] [spiral.py options]
+       /usr/bin/python3 spiral_rank.py --merge A.json B.json ... [--json OUT.json]
+         (runs of the same settings made in parallel processes, e.g. one seed each: one table)
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spiral  # noqa: E402
+
+LABELS = {
+    "rfa": "RFA (M2)",
+    "rope": "RoPE (M2.6)",
+    "acc": "ACC random Q/K/V (M2.6 + accumulated steps)",
+    "rfa_acc": "RFA + accumulated steps (M2)",
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kinds", default="rfa,acc,rfa_acc,rope")
+    ap.add_argument("--seeds", default="0")
+    ap.add_argument("--json", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                   "benchmark-spiral.json"))
+    for flag, kw in (("--d-e", dict(dest="d_e", type=int, default=64)), ("--d-k", dict(dest="d_k", type=int, default=32)),
+                     ("--layers", dict(type=int, default=2)), ("--heads", dict(type=int, default=4)),
+                     ("--steps", dict(type=int, default=1000)), ("--batch", dict(type=int, default=16)),
+                     ("--lr", dict(type=float, default=2e-3)), ("--n-train", dict(dest="n_train", type=int, default=100)),
+                     ("--n-eval", dict(dest="n_eval", type=int, default=128)),
+                     ("--sigma-p", dict(dest="sigma_p", type=float, default=0.1)),
+                     ("--sigma-m", dict(dest="sigma_m", type=float, default=1.0)),
+                     ("--threads", dict(type=int, default=1))):
+        ap.add_argument(flag, **kw)
+    ap.add_argument("--merge", nargs="+", metavar="JSON")
+    a = ap.parse_args()
+    if a.merge:
+        return merge(a.merge, a.json)
+    torch.set_num_threads(a.threads)
+    kinds = [k for k in a.kinds.split(",") if k]
+    for k in kinds:
+        if k not in spiral.KINDS:
+            ap.error("unknown kind %r (known: %s)" % (k, ", ".join(spiral.KINDS)))
+    seeds = [int(s) for s in a.seeds.split(",") if s]
+    log = lambda s: print(s, flush=True)
+    sp = spiral.Spiral(a.sigma_p, a.sigma_m)
+    sets = spiral.eval_sets(sp, a)
+    keys = {(N, irr): "N=%d %s" % (N, "irregular" if irr else "regular") for (N, irr) in sets}
+    out = {"baselines": {}, "runs": {}, "train_wall_s": {}, "cli": vars(a)}
+    for (N, irr), (y, t, tgt, gaps) in sets.items():
+        out["baselines"][keys[(N, irr)]] = {
+            "raw measurements": float(((y - tgt) ** 2).mean()),
+            "Kalman (true model)": float(((sp.kalman_predict(y, gaps) - tgt) ** 2).mean())}
+    for kind in kinds:
+        for seed in seeds:
+            a.seed = seed
+            model, _, wall = spiral.train(kind, a, sp, log)
+            run = {keys[k]: spiral.model_mse(model, y, t, tgt, 32 if k[0] <= 100 else 8)
+                   for k, (y, t, tgt, gaps) in sets.items()}
+            out["runs"].setdefault(kind, {})[str(seed)] = run
+            out["train_wall_s"].setdefault(kind, {})[str(seed)] = wall
+            log("%s seed %d: %s (%.0fs)" % (kind, seed, json.dumps(run), wall))
+            with open(a.json, "w") as f:  # after every run: a partial table survives an interruption
+                json.dump(out, f, indent=1)
+    log(table(out, kinds, keys.values()))
+    return 0
+
+
+def merge(files, dest):
+    out = None
+    for fn in files:
+        with open(fn) as f:
+            part = json.load(f)
+        if out is None:
+            out = part
+            continue
+        if part["baselines"] != out["baselines"]:
+            print("spiral_rank: %s was evaluated on other data (baselines differ)" % fn, file=sys.stderr)
+            return 2
+        for key in ("runs", "train_wall_s"):
+            for kind, by_seed in part[key].items():
+                out[key].setdefault(kind, {}).update(by_seed)
+    with open(dest, "w") as f:
+        json.dump(out, f, indent=1)
+    print(table(out, list(out["runs"]), out["baselines"].keys()))
+    return 0
+
+
+def table(out, kinds, set_names):
+    """Markdown: MSE mean (min..max over seeds) and the ratio of the mean to Kalman, per set."""
+    names = list(set_names)
+    lines = ["| model | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for base in ("raw measurements", "Kalman (true model)"):
+        lines.append("| %s | " % base + " | ".join("%.4f" % out["baselines"][n][base] for n in names) + " |")
+    for kind in kinds:
+        cells = []
+        for n in names:
+            v = np.array([r[n] for r in out["runs"][kind].values()])
+            k = out["baselines"][n]["Kalman (true model)"]
+            spread = "" if len(v) == 1 else " (%.4f..%.4f)" % (v.min(), v.max())
+            cells.append("%.4f%s, %.2fx" % (v.mean(), spread, v.mean() / k))
+        lines.append("| %s (%d seed%s) | " % (LABELS.get(kind, kind), len(out["runs"][kind]),
+                                             "" if len(out["runs"][kind]) == 1 else "s") + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
