@@ -311,6 +311,22 @@ inline void check_probe_after(const AttentionPath& ap, int chunk, std::initializ
   }
 }
 
+// One of 8 settings (mask 0..7) that together turn every variant switch on and off: causal or not,
+// output norm, shift rotation, gate, counter-rotation, each covariance, bias and precision (M2,
+// H = 3, D = 16, per-mask head parameters).
+inline AttentionParams switch_variant(int mask) {
+  AttentionParams p = model("M2", 3, 16, 17 + (uint32_t)mask);
+  p.sw.causal = (mask & 1) == 0;
+  p.sw.complex_output_norm = (mask & 4) != 0;
+  p.sw.shift_rotation = mask != 3;
+  p.sw.gate = mask >= 5;
+  p.sw.counter_rotate = mask != 6;
+  p.sw.covariance = (Covariance)(mask % 4);
+  p.sw.additive_bias = (AdditiveBias)(mask % 3);
+  p.sw.precision = (RobustPrecision)((mask / 2) % 3);
+  return p;
+}
+
 // Kernel paths forced through a context's KernelOptions, and the shapes they are tested on.
 inline AttentionPath path(int direct_kv, int lag_table, int split_k, bool kv_f16, int tile = 0, int f16_math = 0) {
   AttentionPath p;

@@ -51,15 +51,7 @@ TEST_CASE("the cooperative tile matches the twin on off-tile shapes") {
 TEST_CASE("every switch on the cooperative tile") {
   for (const AttentionPath& ap : {tile_path(1, false), tile_path(0, true)})
     for (int mask = 0; mask < 8; ++mask) {
-      AttentionParams p = model("M2", 3, 16, 17 + mask);
-      p.sw.causal = (mask & 1) == 0;
-      p.sw.complex_output_norm = (mask & 4) != 0;
-      p.sw.shift_rotation = mask != 3;
-      p.sw.gate = mask >= 5;
-      p.sw.counter_rotate = mask != 6;
-      p.sw.covariance = (Covariance)(mask % 4);
-      p.sw.additive_bias = (AdditiveBias)(mask % 3);
-      p.sw.precision = (RobustPrecision)((mask / 2) % 3);
+      const AttentionParams p = switch_variant(mask);
       CAPTURE(describe(ap));
       CAPTURE(mask);
       // Non-causal layers: one call over every position (a non-causal prefix is not the twin's).
