@@ -65,6 +65,53 @@ inline AttentionParams make_params(int H, int D, std::mt19937& rng) {
   return p;
 }
 
+// A random AFA layer (docs/variant-afa.md): per-channel decays in [0, 0.3] (channel pair 0 of
+// every head Brownian, mu = 0), noises and temperatures that keep the logits of order one, mix
+// logits and precision weights; conjugate-pair frequencies like make_params.
+inline AttentionParams make_afa_params(int H, int D, std::mt19937& rng, AfaPrecision precision = AfaPrecision::channel_sum,
+                                       bool unitary = false, bool mix = false, bool causal = true) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  AttentionParams p;
+  p.variant = AttentionVariant::afa;
+  p.heads = H;
+  p.dim = D;
+  p.sw.causal = causal;
+  p.head.assign((size_t)H, HeadParams{});
+  AfaLayerParams& f = p.afa;
+  f.precision = precision;
+  f.precision_channel = D > 1 ? 1 : 0;
+  f.unitary = unitary;
+  f.mix = mix;
+  f.eps = 1e-5;
+  f.pred_dt = 0.75;
+  for (int h = 0; h < H; ++h) {
+    for (int k = 0; k < D / 2; ++k) {
+      const double w = std::pow(10000.0, -(double)(k + h * (D / 2)) / (H * D / 2));
+      const double mu = k == 0 ? 0.0 : 0.3 * u(rng);
+      for (int s = 0; s < 2; ++s) {
+        p.omega.push_back(s ? -w : w);
+        f.mu.push_back(mu);
+      }
+    }
+    for (int k = 0; k < D; ++k) {
+      f.sigma2.push_back(0.05 + 0.5 * u(rng));
+      f.eta2.push_back(0.1 + 0.5 * u(rng));
+      f.gamma2.push_back(0.2 * u(rng));
+      f.delta.push_back(4.0 * u(rng) - 2.0);
+      f.weight.push_back(0.2 + u(rng));
+    }
+    f.nu.push_back(0.5 + 1.5 * u(rng));
+    f.alpha.push_back(0.6 + 0.8 * u(rng));
+    f.weight_bias.push_back(0.05 * u(rng));
+  }
+  if (!mix) f.delta.clear();
+  if (precision != AfaPrecision::weighted) {
+    f.weight.clear();
+    f.weight_bias.clear();
+  }
+  return p;
+}
+
 inline AttentionLayer make_attention(int d_e, int H, int D, std::mt19937& rng) {
   AttentionLayer L;
   L.wq = make_linear(d_e, 2 * H * D, rng);

@@ -161,6 +161,23 @@ TEST_CASE("accumulated phases stream through the window ring like the twin") {
   }
 }
 
+TEST_CASE("AFA layers stream through the window ring like the AFA twin") {
+  // docs/variant-afa.md: every layer an AFA layer (each with other switches), one call per
+  // position and mixed pieces, past the ring's wrap, against the model twin with the banded mask.
+  for (Architecture arch : {Architecture::signal, Architecture::lm}) {
+    CAPTURE(std::string(architecture_name(arch)));
+    Model m = *model(arch, 81);
+    std::mt19937 rng(82);
+    for (size_t l = 0; l < m.blocks.size(); ++l)
+      m.blocks[l].attn.params = test::make_afa_params(3, 4, rng, l == 0 ? AfaPrecision::weighted : AfaPrecision::channel_sum,
+                                                      false, l == 0);
+    auto mp = std::make_shared<const Model>(m);
+    const Stream s = make_stream(*mp, 2, 45, 83);
+    CHECK_CLOSE_VEC(run_windowed(mp, s, 8, {1, 6, 3}), twin(*mp, s, 8), 2e-4, 2e-4);
+    CHECK_CLOSE_VEC(run_windowed(mp, s, 100, {45}), twin(*mp, s, 0), 2e-4, 2e-4);
+  }
+}
+
 TEST_CASE("one attention layer: a windowed output equals a fresh prefill of its last window positions") {
   auto m = model(Architecture::attention, 31, 1);
   const int N = 90, W = 16;

@@ -23,7 +23,9 @@ const char* kUsage =
     "usage: rfa-make-model --out DIR [--arch lm|signal|attention] [--layers L] [--heads H] [--d-e N]\n"
     "                      [--d-k N (complex dims, all heads)] [--hidden N] [--vocab V] [--d-in N]\n"
     "                      [--seq-len N] [--seed S] [--dtype f32|f16|bf16] [--set key=value ...]\n"
-    "  --set adds or overrides a reference argument in config.json args (value as JSON: true, 0, 1.5).\n";
+    "  --set adds or overrides a reference argument in config.json args (value as JSON: true, 0, 1.5).\n"
+    "        --set 'attention_variant=\"afa\"' writes AFA layers (docs/variant-afa.md), with afa_mix and\n"
+    "        afa_precision=\"weighted\" adding their tensors.\n";
 
 struct Opts {
   std::string out, arch = "lm", dtype = "f32";
@@ -137,12 +139,47 @@ int main(int argc, char** argv) {
     linear(p + "W_v", E, 2 * C);
     linear(p + "W_o", 2 * C, E);
   };
+  // AFA layers (--set 'attention_variant="afa"', docs/variant-afa.md §12): the RFA bank's
+  // frequencies, per conjugate pair a decay spread over (0, max) (raw logits -6..-1; pair 0 slowest),
+  // noises near the RFA initialisation's targets, nu = alpha = 1.
+  auto set_has = [&](const char* key, const char* needle) {
+    for (const auto& [k, v] : o.sets)
+      if (k == key && v.find(needle) != std::string::npos) return true;
+    return false;
+  };
+  const bool afa = set_has("attention_variant", "afa");
+  const bool afa_mix = set_has("afa_mix", "true") || set_has("afa_mix", "1");
+  const bool afa_weighted = set_has("afa_precision", "weighted");
+  auto afa_attention = [&](const std::string& p) {
+    std::vector<float> omega((size_t)H * half), mu((size_t)H * half);
+    for (int h = 0; h < H; ++h)
+      for (int k = 0; k < half; ++k) {
+        omega[(size_t)h * half + k] = (float)std::pow(10000.0, -(double)(H * half - 1 - h * half - k) / (H * half));
+        mu[(size_t)h * half + k] = half > 1 ? (float)(-6.0 + 5.0 * k / (half - 1)) : -3.f;
+      }
+    t[p + "omega_v"] = filled({H, half}, omega);
+    t[p + "afa_mu_v"] = filled({H, half}, mu);
+    t[p + "afa_sigma_v"] = filled({H, D}, std::vector<float>((size_t)H * D, (float)inv_softplus(0.1)));
+    t[p + "afa_eta_v"] = filled({H, D}, std::vector<float>((size_t)H * D, (float)inv_softplus(1.0)));
+    t[p + "afa_gamma_v"] = filled({H, D}, std::vector<float>((size_t)H * D, (float)inv_softplus(0.1)));
+    t[p + "afa_nu_v"] = filled({H}, std::vector<float>(H, (float)inv_softplus(1.0)));
+    t[p + "afa_alpha_v"] = filled({H}, std::vector<float>(H, 1.f));
+    if (afa_mix) t[p + "afa_delta_v"] = filled({H, D}, std::vector<float>((size_t)H * D, 0.f));
+    if (afa_weighted) {
+      t[p + "afa_weight_v"] = filled({H, D}, std::vector<float>((size_t)H * D, (float)inv_softplus(1.0)));
+      t[p + "afa_weight_bias_v"] = filled({H}, std::vector<float>(H, (float)inv_softplus(0.01)));
+    }
+    linear(p + "W_q", E, 2 * C);
+    linear(p + "W_k", E, 2 * C);
+    linear(p + "W_v", E, 2 * C);
+    linear(p + "W_o", 2 * C, E);
+  };
   auto layer_norm = [&](const std::string& name) {
     t[name + ".weight"] = filled({E}, std::vector<float>(E, 1.f));
     t[name + ".bias"] = filled({E}, std::vector<float>(E, 0.f));
   };
   if (o.arch == "attention") {
-    attention("");
+    afa ? afa_attention("") : attention("");
   } else {
     if (o.arch == "lm") {
       t["token_embedding.weight"] = normal({o.vocab, E}, 1.0);
@@ -156,7 +193,7 @@ int main(int argc, char** argv) {
     layer_norm("backbone.final_norm");
     for (int l = 0; l < o.layers; ++l) {
       std::string p = "backbone.blocks." + std::to_string(l) + ".";
-      attention(p + "attn.");
+      afa ? afa_attention(p + "attn.") : attention(p + "attn.");
       layer_norm(p + "norm1");
       layer_norm(p + "norm2");
       linear(p + "ffn.0", E, o.hidden);

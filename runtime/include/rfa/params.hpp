@@ -77,8 +77,37 @@ struct HeadParams {
 //  counter-based uniform of (step_seed, step_layer, batch row, position, dim) shared by the heads.
 enum class PhaseSource : uint32_t { omega_t = 0, accumulated_rope = 1, accumulated_random = 2 };
 
+// Which mechanism an attention layer runs: RFA (the paper) or Adaptive Filter Attention, the
+// thesis RFA grew from, in its memory-optimised form (docs/variant-afa.md).
+enum class AttentionVariant : uint32_t { rfa = 0, afa = 1 };
+
+// Where an AFA layer's scalar-per-pair score covariance v^C(l) comes from (docs/variant-afa.md §4).
+enum class AfaPrecision : uint32_t {
+  channel_sum = 0,  // v^C = sum_k cov_k(l)
+  one_channel = 1,  // v^C = cov_c(l), c = precision_channel
+  weighted = 2,     // v^C = 1 / (sum_k w_k / cov_k(l) + b)
+};
+
+// An AFA layer's physical parameters (docs/variant-afa.md §3). Per channel: [heads * dim], the
+// frequencies are AttentionParams::omega; per head: [heads].
+struct AfaLayerParams {
+  AfaPrecision precision = AfaPrecision::channel_sum;
+  int precision_channel = 0;
+  bool unitary = false;  // Re(lambda) taken as 0, Q and K projected to unit modulus per channel
+  bool mix = false;      // filtered <- (1 - sigmoid(delta_k)) V_ik + sigmoid(delta_k) filtered
+  double eps = 1e-5;     // inside the score's log
+  double pred_dt = 1.0;  // the prediction horizon h: est = e^{lambda_k h} filtered
+  std::vector<double> mu, sigma2, eta2, gamma2, delta, weight;  // [heads * dim]; delta / weight may be empty
+  std::vector<double> nu, alpha, weight_bias;                   // [heads]; weight_bias may be empty
+};
+
 // One attention layer in physical form.
 struct AttentionParams {
+  AttentionVariant variant = AttentionVariant::rfa;
+  // variant == afa only. head[] then holds the RFA head each AFA head reduces to with one decay
+  // (mean mu, summed noises, nu, tau = alpha^2; docs/variant-afa.md §9) for summaries and regimes;
+  // of sw only `causal` matters.
+  AfaLayerParams afa;
   int heads = 1;
   int dim = 1;  // D: complex dims per head (queries, keys and values alike)
   AttentionSwitches sw;

@@ -1,5 +1,6 @@
 #include "model/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <limits>
@@ -232,6 +233,43 @@ Status validate(const ModelConfig& c, const std::string& label) {
   return Status::Ok();
 }
 
+// AFA's keys (docs/variant-afa.md §12) and the RFA features an AFA layer does not have.
+Status parse_afa(Fields& f, bool acc_keys_given, ModelConfig& c, const std::string& label) {
+  std::string variant, prec;
+  if (f.string("attention_variant", variant, true)) {
+    if (variant == "rfa") c.variant = AttentionVariant::rfa;
+    else if (variant == "afa") c.variant = AttentionVariant::afa;
+    else f.fail("attention_variant", "expected \"rfa\" or \"afa\", found \"" + variant + "\"");
+  }
+  if (f.string("afa_precision", prec, true)) {
+    if (prec == "channel_sum") c.afa_precision = AfaPrecision::channel_sum;
+    else if (prec == "one_channel") c.afa_precision = AfaPrecision::one_channel;
+    else if (prec == "weighted") c.afa_precision = AfaPrecision::weighted;
+    else f.fail("afa_precision", "expected \"channel_sum\", \"one_channel\" or \"weighted\", found \"" + prec + "\"");
+  }
+  const int D = c.args.n_heads > 0 ? c.args.d_k_total / c.args.n_heads : 1;
+  f.integer("afa_precision_channel", c.afa_precision_channel, 0, std::max(0, D - 1), true);
+  f.boolean("afa_unitary", c.afa_unitary, true);
+  f.boolean("afa_mix", c.afa_mix, true);
+  f.number("afa_eps", c.afa_eps, true);
+  f.number("afa_pred_dt", c.afa_pred_dt, true);
+  RFA_TRY(f.status());
+  auto bad = [&](const std::string& what) { return make_error(Code::model_error, label + ": " + what); };
+  if (!(c.afa_eps >= 0) || !std::isfinite(c.afa_eps))
+    return bad("args.afa_eps must be finite and >= 0, found " + std::to_string(c.afa_eps));
+  if (!(c.afa_pred_dt >= 0) || !std::isfinite(c.afa_pred_dt))
+    return bad("args.afa_pred_dt must be finite and >= 0, found " + std::to_string(c.afa_pred_dt));
+  if (c.variant != AttentionVariant::afa) return Status::Ok();
+  const ReferenceArgs& a = c.args;
+  if (a.use_complex_input_norm != 0) return bad("args.use_complex_input_norm: AFA layers have no complex norms (use 0)");
+  if (a.use_complex_output_norm) return bad("args.use_complex_output_norm: AFA layers have no complex norms (use false)");
+  if (a.use_inner_residual) return bad("args.use_inner_residual: AFA layers have no confidence gate (use false)");
+  if (acc_keys_given && (c.phase_source != PhaseSource::omega_t || !c.stationary_values))
+    return bad(std::string(c.phase_source != PhaseSource::omega_t ? "args.phase_source" : "args.stationary_values") +
+               ": AFA layers rotate by omega t with stationary values only (docs/variant-afa.md §12)");
+  return Status::Ok();
+}
+
 Result<ModelConfig> parse_config_json(const json& root, const std::string& label) {
   if (!root.is_object()) return make_error(Code::model_error, label + ": expected a JSON object at the top level");
   ModelConfig c;
@@ -301,6 +339,7 @@ Result<ModelConfig> parse_config_json(const json& root, const std::string& label
   if (c.phase_source != PhaseSource::omega_t && !c.args.causal)
     return make_error(Code::model_error, label + ": args.phase_source = accumulated needs a causal layer "
                                                  "(args.causal = true): the prefix runs along the sequence");
+  RFA_TRY(parse_afa(f, it->contains("phase_source") || it->contains("stationary_values"), c, label));
   if (c.arch == Architecture::lm) {
     std::string tok;
     if (f.string("tokenizer", tok, true)) {

@@ -93,6 +93,14 @@ struct ModelConfig {
   PhaseSource phase_source = PhaseSource::omega_t;
   int step_seed = 0;
   bool stationary_values = true;
+  // AFA (docs/variant-afa.md §12): every attention layer runs Adaptive Filter Attention.
+  AttentionVariant variant = AttentionVariant::rfa;
+  AfaPrecision afa_precision = AfaPrecision::channel_sum;
+  int afa_precision_channel = 0;
+  bool afa_unitary = false;
+  bool afa_mix = false;
+  double afa_eps = 1e-5;
+  double afa_pred_dt = 1.0;
 
   int head_dim() const { return args.d_k_total / args.n_heads; }
 };

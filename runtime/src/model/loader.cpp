@@ -165,8 +165,32 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
   RFA_ASSIGN(layer.wv, load_linear(r, p + "W_v", de, 2 * a.d_v_total));
   RFA_ASSIGN(layer.wo, load_linear(r, p + "W_o", 2 * a.d_v_total, de));
 
-  physics::RawAttentionParams raw;
   const std::vector<int64_t> h = {H};
+  if (cfg.variant == AttentionVariant::afa) {
+    // docs/variant-afa.md §12: the AFA layer's own tensors; RFA's are unexpected here.
+    physics::RawAfaParams raw;
+    const int64_t w = a.use_complex_conj_constraint ? D / 2 : D;
+    const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
+    RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}, omega_zeroed ? Finite::none : Finite::all));
+    RFA_ASSIGN(raw.afa_mu_v, r.f64(p + "afa_mu_v", {H, w}));
+    RFA_ASSIGN(raw.afa_sigma_v, r.f64(p + "afa_sigma_v", {H, D}));
+    RFA_ASSIGN(raw.afa_eta_v, r.f64(p + "afa_eta_v", {H, D}));
+    RFA_ASSIGN(raw.afa_gamma_v, r.f64(p + "afa_gamma_v", {H, D}));
+    RFA_ASSIGN(raw.afa_nu_v, r.f64(p + "afa_nu_v", h));
+    RFA_ASSIGN(raw.afa_alpha_v, r.f64(p + "afa_alpha_v", h));
+    if (cfg.afa_mix) RFA_ASSIGN(raw.afa_delta_v, r.f64(p + "afa_delta_v", {H, D}));
+    if (cfg.afa_precision == AfaPrecision::weighted) {
+      RFA_ASSIGN(raw.afa_weight_v, r.f64(p + "afa_weight_v", {H, D}));
+      RFA_ASSIGN(raw.afa_weight_bias_v, r.f64(p + "afa_weight_bias_v", h));
+    }
+    for (const char* b : {"t_measure", "abs_idx", "causal_mask"}) r.ignore(p + b);
+    auto params = physics::afa_physical_params(cfg, raw);
+    if (!params) return params.status();
+    layer.params = params.take();
+    return layer;
+  }
+
+  physics::RawAttentionParams raw;
   // learn_decay keeps mu_v = logit(mu0), which is -inf for the mu0 = 0 heads: sigmoid(-inf) = 0 is
   // well defined there, so infinities are allowed (NaN is not).
   RFA_ASSIGN(raw.mu_v, r.f64(p + "mu_v", h, a.learn_decay ? Finite::allow_inf : Finite::all));

@@ -9,6 +9,106 @@ namespace rfa::physics {
 double torch_softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
 double torch_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+namespace {
+// Frequencies: conjugate pairs interleaved along d (docs/reference-code.md §2), RFA's rule, which
+// AFA layers share (docs/variant-afa.md §12). `w` is [H * D/2] or [H * D]. zero_rotations zeroes
+// omega_v at initialisation; the reference never zeroes it in forward(), so with learn_rotations
+// the stored (learned from zero) values are used.
+double omega_of(const ReferenceArgs& a, const std::vector<double>& w, int D, int h, int d) {
+  const bool zeroed = a.zero_rotations && !a.learn_rotations;
+  double x;
+  if (a.use_complex_conj_constraint) {
+    x = w[(size_t)h * (size_t)(D / 2) + (size_t)(d / 2)];
+    if (d % 2) x = -x;
+  } else {
+    x = w[(size_t)h * (size_t)D + (size_t)d];
+  }
+  return zeroed ? 0.0 : x * a.omega_rescale;
+}
+}  // namespace
+
+Result<AttentionParams> afa_physical_params(const ModelConfig& cfg, const RawAfaParams& raw) {
+  const ReferenceArgs& a = cfg.args;
+  const int H = a.n_heads, D = cfg.head_dim();
+  const size_t HD = (size_t)H * D, W = (size_t)H * (a.use_complex_conj_constraint ? D / 2 : D);
+  auto need = [&](const std::vector<double>& v, size_t n, const char* what) -> Status {
+    if (v.size() == n) return Status::Ok();
+    return make_error(Code::invalid_argument, std::string("afa_physical_params: ") + what + ": " +
+                                                  std::to_string(n) + " values expected, " +
+                                                  std::to_string(v.size()) + " given");
+  };
+  RFA_TRY(need(raw.omega_v, W, "omega_v"));
+  RFA_TRY(need(raw.afa_mu_v, W, "afa_mu_v"));
+  for (auto [v, name] : {std::pair{&raw.afa_sigma_v, "afa_sigma_v"}, {&raw.afa_eta_v, "afa_eta_v"},
+                         {&raw.afa_gamma_v, "afa_gamma_v"}})
+    RFA_TRY(need(*v, HD, name));
+  RFA_TRY(need(raw.afa_nu_v, (size_t)H, "afa_nu_v"));
+  RFA_TRY(need(raw.afa_alpha_v, (size_t)H, "afa_alpha_v"));
+  if (cfg.afa_mix) RFA_TRY(need(raw.afa_delta_v, HD, "afa_delta_v"));
+  const bool weighted = cfg.afa_precision == AfaPrecision::weighted;
+  if (weighted) {
+    RFA_TRY(need(raw.afa_weight_v, HD, "afa_weight_v"));
+    RFA_TRY(need(raw.afa_weight_bias_v, (size_t)H, "afa_weight_bias_v"));
+  }
+  AttentionParams out;
+  out.variant = AttentionVariant::afa;
+  out.heads = H;
+  out.dim = D;
+  out.head.assign((size_t)H, HeadParams{});
+  out.sw.causal = a.causal;
+  AfaLayerParams& f = out.afa;
+  f.precision = cfg.afa_precision;
+  f.precision_channel = cfg.afa_precision_channel;
+  f.unitary = cfg.afa_unitary;
+  f.mix = cfg.afa_mix;
+  f.eps = cfg.afa_eps;
+  f.pred_dt = cfg.afa_pred_dt;
+  // The decay scale: RFA's learned-decay scale, so both cover the same time constants.
+  const double scale = a.scale_decay_by_time_interval ? a.max_learned_decay / (double)(a.seq_len - 1)
+                                                      : a.max_learned_decay;
+  out.omega.assign(HD, 0.0);
+  f.mu.assign(HD, 0.0);
+  f.sigma2.assign(HD, 0.0);
+  f.eta2.assign(HD, 0.0);
+  f.gamma2.assign(HD, 0.0);
+  for (int h = 0; h < H; ++h)
+    for (int d = 0; d < D; ++d) {
+      const size_t k = (size_t)h * D + (size_t)d;
+      out.omega[k] = omega_of(a, raw.omega_v, D, h, d);
+      const size_t m = a.use_complex_conj_constraint ? (size_t)h * (size_t)(D / 2) + (size_t)(d / 2) : k;
+      f.mu[k] = scale * torch_sigmoid(raw.afa_mu_v[m]);  // a conjugate pair shares its decay
+      f.sigma2[k] = a.zero_process_noise ? 0.0 : torch_softplus(raw.afa_sigma_v[k]);
+      f.eta2[k] = a.zero_key_measurement_noise ? 0.0 : torch_softplus(raw.afa_eta_v[k]);
+      f.gamma2[k] = torch_softplus(raw.afa_gamma_v[k]);
+    }
+  f.nu.resize((size_t)H);
+  f.alpha = raw.afa_alpha_v;
+  for (int h = 0; h < H; ++h) f.nu[(size_t)h] = torch_softplus(raw.afa_nu_v[(size_t)h]);
+  if (cfg.afa_mix) f.delta = raw.afa_delta_v;
+  // head[]: the RFA head each AFA head reduces to with one decay (docs/variant-afa.md §9): mean
+  // decay, summed noises, nu, tau = alpha^2. Summaries and regimes only; no kernel reads it.
+  out.sw.cov_floor = 0.0;
+  for (int h = 0; h < H; ++h) {
+    HeadParams& hp = out.head[(size_t)h];
+    for (int d = 0; d < D; ++d) {
+      const size_t k = (size_t)h * D + (size_t)d;
+      hp.mu += (cfg.afa_unitary ? 0.0 : f.mu[k]) / D;
+      hp.sigma2 += f.sigma2[k];
+      hp.eta2 += f.eta2[k];
+      hp.gamma2 += f.gamma2[k];
+    }
+    hp.nu = f.nu[(size_t)h];
+    hp.tau = f.alpha[(size_t)h] * f.alpha[(size_t)h];
+  }
+  if (weighted) {
+    f.weight.resize(HD);
+    f.weight_bias.resize((size_t)H);
+    for (size_t k = 0; k < HD; ++k) f.weight[k] = torch_softplus(raw.afa_weight_v[k]);
+    for (int h = 0; h < H; ++h) f.weight_bias[(size_t)h] = torch_softplus(raw.afa_weight_bias_v[(size_t)h]);
+  }
+  return out;
+}
+
 Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttentionParams& raw) {
   const ReferenceArgs& a = cfg.args;
   const int H = a.n_heads, D = cfg.head_dim();
@@ -81,9 +181,6 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
   if (cfg.arch == Architecture::signal) fixed_shift = 1.0;
   else if (a.t_shift) fixed_shift = *a.t_shift;
 
-  // zero_rotations zeroes omega_v at initialisation; the reference never zeroes it in forward(), so
-  // with learn_rotations the stored (learned from zero) values are used.
-  const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
   out.head.resize((size_t)H);
   out.omega.assign(HD, 0.0);
   for (int hh = 0; hh < H; ++hh) {
@@ -119,17 +216,7 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
       const double nu_g = D * (sp_nu + 2.0 + eps);  // differs from nu: the 2 is multiplied by d (docs/reference-code.md §8)
       hp.gate_c = std::log(nu_g - 2.0 + eps) - std::log(nu_g + eps);
     }
-    // Frequencies: conjugate pairs interleaved along d (docs/reference-code.md §2).
-    for (int d = 0; d < D; ++d) {
-      double w;
-      if (a.use_complex_conj_constraint) {
-        w = raw.omega_v[i * (size_t)(D / 2) + (size_t)(d / 2)];
-        if (d % 2) w = -w;
-      } else {
-        w = raw.omega_v[i * (size_t)D + (size_t)d];
-      }
-      out.omega[i * (size_t)D + (size_t)d] = omega_zeroed ? 0.0 : w * a.omega_rescale;
-    }
+    for (int d = 0; d < D; ++d) out.omega[i * (size_t)D + (size_t)d] = omega_of(a, raw.omega_v, D, hh, d);
   }
   if (a.use_complex_input_norm == 1) {
     out.norm_q = raw.cn_q;

@@ -36,6 +36,18 @@ struct RawAttentionParams {
 // Raw -> physical, exactly as the reference forward pass uses them (docs: the model format page).
 Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttentionParams& raw);
 
+// The raw per-layer parameters of an AFA layer (docs/variant-afa.md §12), as stored (f64).
+struct RawAfaParams {
+  std::vector<double> omega_v, afa_mu_v;  // [H * D/2] (conjugate pairs) or [H * D]
+  std::vector<double> afa_sigma_v, afa_eta_v, afa_gamma_v;  // [H * D]
+  std::vector<double> afa_nu_v, afa_alpha_v;                // [H]
+  std::vector<double> afa_delta_v;                          // [H * D], afa_mix only
+  std::vector<double> afa_weight_v, afa_weight_bias_v;      // [H * D], [H]; afa_precision = weighted only
+};
+
+// Raw -> physical for an AFA layer (variant afa; head[] holds zeros, sw only `causal`).
+Result<AttentionParams> afa_physical_params(const ModelConfig& cfg, const RawAfaParams& raw);
+
 // |mu| below this takes the Brownian (L'Hôpital) branch of ou_rate / colored / hybrid (the
 // reference's epsilon); the colored covariance is clamped from below at kColoredFloor.
 inline constexpr double kBrownianMu = 1e-5;

@@ -30,6 +30,42 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// An AFA layer (docs/variant-afa.md): its switches, then per head the range of its channels'
+// decays and frequencies, summed noises, nu, the temperature and the channels' regimes.
+std::string afa_layer_summary(int l, const AttentionParams& p) {
+  const AfaLayerParams& f = p.afa;
+  const char* prec = f.precision == AfaPrecision::channel_sum ? "channel sum"
+                     : f.precision == AfaPrecision::one_channel ? "one channel"
+                                                                : "weighted";
+  std::string s = "layer " + std::to_string(l) + ": AFA (adaptive filter attention), score covariance " + prec +
+                  (f.precision == AfaPrecision::one_channel ? " (channel " + std::to_string(f.precision_channel) + ")" : "") +
+                  (f.unitary ? ", unitary" : "") + (f.mix ? ", mix" : "") + (p.sw.causal ? ", causal" : ", non-causal") +
+                  fmt(", eps %.3g", f.eps) + fmt(", horizon %.4g", f.pred_dt) + "\n";
+  s += "  head  mu min..max           |omega| min..max     sum sigma2  sum eta2  sum gamma2      nu   alpha  channels d/i/b\n";
+  for (int h = 0; h < p.heads; ++h) {
+    double mlo = INFINITY, mhi = 0, wlo = INFINITY, whi = 0, s2 = 0, e2 = 0, g2 = 0;
+    int reg[3] = {0, 0, 0};  // diffusive, integrative, brownian (docs/variant-afa.md §11)
+    for (int d = 0; d < p.dim; ++d) {
+      const size_t k = (size_t)h * p.dim + d;
+      const double mu = f.unitary ? 0.0 : f.mu[k];
+      mlo = std::min(mlo, mu);
+      mhi = std::max(mhi, mu);
+      wlo = std::min(wlo, std::fabs(p.omega[k]));
+      whi = std::max(whi, std::fabs(p.omega[k]));
+      s2 += f.sigma2[k];
+      e2 += f.eta2[k];
+      g2 += f.gamma2[k];
+      const double level = mu > 0 ? f.sigma2[k] / (2 * mu) : INFINITY;
+      reg[mu == 0 ? 2 : f.eta2[k] - level > 0 ? 1 : 0] += 1;
+    }
+    s += fmt("  %4.0f", h) + fmt("  %9.3g", mlo) + fmt("..%-9.3g", mhi) + fmt("  %8.3g", wlo) + fmt("..%-8.3g", whi) +
+         fmt("  %10.4g", s2) + fmt(" %9.4g", e2) + fmt(" %11.4g", g2) + fmt(" %7.3f", f.nu[(size_t)h]) +
+         fmt(" %7.3f", f.alpha[(size_t)h]) + "  " + std::to_string(reg[0]) + "/" + std::to_string(reg[1]) + "/" +
+         std::to_string(reg[2]) + "\n";
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string model_summary(const Model& m) {
@@ -43,6 +79,10 @@ std::string model_summary(const Model& m) {
   for (int l = 0; l < m.num_layers(); ++l) {
     const AttentionParams& p = m.layer(l).params;
     const AttentionSwitches& sw = p.sw;
+    if (p.variant == AttentionVariant::afa) {
+      s += afa_layer_summary(l, p);
+      continue;
+    }
     s += "layer " + std::to_string(l) + ": covariance " + covariance_name(sw.covariance) + ", bias " +
          std::to_string((int)sw.additive_bias) + ", precision " + std::to_string((int)sw.precision) +
          (sw.robust ? ", student-t" : ", gaussian") + (sw.full_residual ? "" : ", cross-term residual") +

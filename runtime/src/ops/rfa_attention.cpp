@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "ops/afa_attention.hpp"
 #include "push_layouts.h"
 #include "rfa_head_table.h"
 
@@ -82,6 +83,16 @@ void split_timestamp(double t, float* hi, float* lo) {
 
 Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const AttentionParams& p) {
   RFA_TRY(check_dims(p));
+  if (p.variant != AttentionVariant::rfa && p.variant != AttentionVariant::afa)
+    return make_error(Code::invalid_argument, "rfa attention: unknown attention variant " + std::to_string((uint32_t)p.variant));
+  if (p.variant == AttentionVariant::afa) {
+    RFA_TRY(check_afa_params(p));
+    // AFA's frame is omega t with stationary values and no complex norms (docs/variant-afa.md §12).
+    if (p.phase != PhaseSource::omega_t || !p.sw.stationary_values || p.sw.complex_input_norm ||
+        p.sw.complex_output_norm || p.sw.gate)
+      return make_error(Code::invalid_argument, "afa attention: an AFA layer takes no accumulated phase, unrotated "
+                                                "values, complex norm or gate");
+  }
   const int H = p.heads, D = p.dim;
   const size_t HD = (size_t)H * D;
   std::vector<float> table((size_t)H * kHeadStride, 0.f);
@@ -152,6 +163,11 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
   auto e = ctx.upload_new(gain_o, "rfa output norm gain");
   if (!e) return e.status();
   out.gain_o_ = e.take();
+  if (p.variant == AttentionVariant::afa) {
+    auto f = ctx.upload_new(afa_layer_table(p), "afa layer table");
+    if (!f) return f.status();
+    out.afa_ = f.take();
+  }
   return out;
 }
 
@@ -360,6 +376,12 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   return t;
 }
 
+Status require_rfa_layer(const AttentionParams& p, const char* what) {
+  if (p.variant == AttentionVariant::rfa) return Status::Ok();
+  return make_error(Code::unsupported, std::string(what) + ": the layer is an AFA layer; the " + what +
+                                           " computes RFA's pair terms and has no AFA form yet");
+}
+
 Result<const gpu::Buffer*> prepare_span(gpu::Recorder& rec, AttentionCache& cache, const AttentionSpan& span,
                                         bool causal) {
   if (span.positions) return span.positions;
@@ -456,6 +478,7 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
   const AttentionParams& p = w.params();
   if (cache.heads != (uint32_t)p.heads)
     return make_error(Code::invalid_argument, "rfa lag table: cache heads differ from the layer's");
+  if (p.variant == AttentionVariant::afa) return Status::Ok();  // AFA forms every pair's terms (table_lags stays 0)
   // constant_id 0: COV, 1: BIAS, 2: PREC
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
@@ -485,6 +508,8 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (!positions) return positions.status();
   RFA_TRY(check_size(out, (uint64_t)B * n_new * 2 * H * D * 4, "out"));
   RFA_TRY(check_phase(p, cache));
+  if (p.variant == AttentionVariant::afa)
+    return record_afa_fused(ctx, rec, w, cache, timestamps, out, AttentionSpan{span.pos0, n_new, *positions});
   const AttentionSwitches& sw = p.sw;
   const AttentionTiling t =
       choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity, sw.gate);

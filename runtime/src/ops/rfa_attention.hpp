@@ -26,10 +26,12 @@ class AttentionWeightsGpu {
   const gpu::Buffer& shift_rotation() const { return shift_rot_; }
   const gpu::Buffer& gains() const { return gains_; }
   const gpu::Buffer& gain_o() const { return gain_o_; }
+  // AFA layers (params().variant == afa): ops/afa_attention.hpp's table; invalid for RFA layers.
+  const gpu::Buffer& afa_table() const { return afa_; }
 
  private:
   AttentionParams params_;
-  gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_;
+  gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_, afa_;
 };
 
 // Per-layer caches: rings of `capacity` slots per (batch row, head); absolute position p lives in
@@ -152,6 +154,10 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
 Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
                         const AttentionSpan& span);
+
+// The probes, tomography and kernel curves compute RFA's pair terms: AFA layers are refused,
+// naming `what` (docs/variant-afa.md §1 says what exists).
+Status require_rfa_layer(const AttentionParams& p, const char* what);
 
 // Checks a span given as numbers against the cache (ring size, window, causality) and, for
 // positions == nullptr, records {pos0, kv_len} into cache.span. Returns the buffer the kernels read.

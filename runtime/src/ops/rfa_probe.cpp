@@ -41,6 +41,7 @@ Result<const gpu::Pipeline*> probe_pipeline(gpu::Context& ctx, const AttentionPa
 Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& c,
                         const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
                         uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out) {
+  RFA_TRY(require_rfa_layer(w.params(), "attention probe"));
   RFA_TRY(check_probe(w, c, b, head, r0, r1));
   if (c0 > c1 || c1 > c.filled || c0 < c.oldest())
     return make_error(Code::invalid_argument, "rfa probe: columns not within the positions still in the cache");
@@ -61,6 +62,7 @@ Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
 Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                   const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b, uint32_t head,
                                   uint32_t r0, uint32_t r1, const float thresholds[4], gpu::Buffer& out) {
+  RFA_TRY(require_rfa_layer(w.params(), "row diagnostics probe"));
   RFA_TRY(check_probe(w, c, b, head, r0, r1));
   const uint32_t rows = r1 - r0;
   if (rows == 0) return Status::Ok();
@@ -87,6 +89,7 @@ Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const A
 Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,
                          uint32_t n_lags, gpu::Buffer& out) {
   const AttentionParams& p = w.params();
+  RFA_TRY(require_rfa_layer(p, "kernel curves"));
   const uint64_t n = (uint64_t)n_lags * p.heads;
   if (n == 0) return Status::Ok();
   if (lags.size < (uint64_t)n_lags * 4 || out.size < n * 4 * 4)

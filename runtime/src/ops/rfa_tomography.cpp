@@ -66,6 +66,7 @@ Status check_rows(const AttentionWeightsGpu& w, const AttentionCache& c, uint32_
 Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                   const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b, uint32_t head,
                                   uint32_t r0, uint32_t r1, float alpha, gpu::Buffer& rows_out) {
+  RFA_TRY(require_rfa_layer(w.params(), "tomography"));
   RFA_TRY(check_rows(w, c, b, head, r0, r1, alpha));
   const uint32_t rows = r1 - r0;
   if (rows_out.size < (uint64_t)rows * kTomographyRowStride * 4)
@@ -89,6 +90,7 @@ Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const
                                     const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b,
                                     uint32_t head, uint32_t r0, uint32_t r1, uint32_t c0, uint32_t c1, float alpha,
                                     bool decayed, const gpu::Buffer& rows_in, gpu::Buffer& p_out) {
+  RFA_TRY(require_rfa_layer(w.params(), "tomography"));
   RFA_TRY(check_rows(w, c, b, head, r0, r1, alpha));
   if (c0 >= c1 || c1 > c.filled || c0 < c.oldest())
     return make_error(Code::invalid_argument, "rfa tomography: columns " + range(c0, c1) +

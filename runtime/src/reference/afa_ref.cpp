@@ -275,6 +275,8 @@ AfaPairTerms afa_pair_terms(const AfaParams& p, int h, const cd* q, const cd* k,
 Status afa_forward(const AfaParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
                    const std::vector<cd>& V, const std::vector<double>& t, AfaOutputs* out, const AfaOptions& opt) {
   RFA_TRY(check_inputs(p, B, N, Q, K, V, t));
+  if (opt.window < 0) return bad("options.window is " + std::to_string(opt.window) + ", must be >= 0");
+  if (opt.window > 0 && !p.causal) return bad("options.window needs a causal layer (params.causal is false)");
   if (opt.horizon) {
     if (opt.horizon->size() != (size_t)B * (size_t)N)
       return bad("options.horizon holds " + std::to_string(opt.horizon->size()) + " values, B*N = " +
@@ -305,11 +307,14 @@ Status afa_forward(const AfaParams& p, int B, int N, const std::vector<cd>& Q, c
         const size_t r = ((size_t)b * H + h) * N + i;
         const size_t self = (((size_t)b * N + i) * H + h) * D;
         const size_t first = ((size_t)b * N * H + h) * D;  // position 0 of sequence b, head h
-        const int nk = p.causal ? i + 1 : N;
+        // A window W: keys [i - W + 1, i] only (a banded causal mask).
+        const int j0 = opt.window > 0 && i + 1 > opt.window ? i + 1 - opt.window : 0;
+        const int nk = (p.causal ? i + 1 : N) - j0;
         const double horizon = opt.horizon ? (*opt.horizon)[(size_t)b * N + i] : p.head[(size_t)h].pred_dt;
-        afa_row(p, h, Q.data() + self, tk[(size_t)i], nk, K.data() + first, V.data() + first, stride, tk.data(),
-                V.data() + self, horizon, o.filtered.data() + self, o.est.data() + self,
-                opt.want_matrices ? o.attn.data() + r * N : nullptr, &o.row_max[r], &o.row_lse[r]);
+        afa_row(p, h, Q.data() + self, tk[(size_t)i], nk, K.data() + first + (size_t)j0 * stride,
+                V.data() + first + (size_t)j0 * stride, stride, tk.data() + j0, V.data() + self, horizon,
+                o.filtered.data() + self, o.est.data() + self,
+                opt.want_matrices ? o.attn.data() + r * N + j0 : nullptr, &o.row_max[r], &o.row_lse[r]);
       }
   }
   return Status::Ok();
@@ -475,6 +480,37 @@ Result<double> afa_basis_consistency(const std::vector<cd>& W_V, const std::vect
       f += std::norm(s);
     }
   return std::sqrt(f);
+}
+
+// An AFA layer's physical parameters in the AFA twin's form (docs/variant-afa.md §12).
+AfaParams afa_twin_params(const AttentionParams& p) {
+  const AfaLayerParams& f = p.afa;
+  AfaParams a;
+  a.heads = p.heads;
+  a.dim = p.dim;
+  a.lambda_re.resize(f.mu.size());
+  for (size_t k = 0; k < f.mu.size(); ++k) a.lambda_re[k] = -f.mu[k];
+  a.omega = p.omega;
+  a.sigma2 = f.sigma2;
+  a.eta2 = f.eta2;
+  a.gamma2 = f.gamma2;
+  a.delta = f.delta;
+  a.weight = f.weight;
+  a.head.resize((size_t)p.heads);
+  for (int h = 0; h < p.heads; ++h) {
+    AfaHeadParams& hp = a.head[(size_t)h];
+    hp.nu = f.nu.empty() ? 1.0 : f.nu[(size_t)h];
+    hp.alpha = f.alpha.empty() ? 1.0 : f.alpha[(size_t)h];
+    hp.eps = f.eps;
+    hp.pred_dt = f.pred_dt;
+    hp.precision_channel = f.precision_channel;
+    hp.weight_bias = f.weight_bias.empty() ? 0.0 : f.weight_bias[(size_t)h];
+  }
+  a.precision = f.precision;
+  a.unitary = f.unitary;
+  a.causal = p.sw.causal;
+  a.mix = f.mix;
+  return a;
 }
 
 }  // namespace rfa::ref

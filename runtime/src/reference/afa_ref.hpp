@@ -22,18 +22,17 @@
 #include <cstddef>
 #include <vector>
 
+#include "rfa/params.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa::ref {
 
 using cd = std::complex<double>;
 
-// Where the scalar-per-pair covariance v^C(l) of the score comes from (docs/variant-afa.md).
-enum class AfaPrecision {
-  channel_sum,  // v^C = sum_k cov_k(l)                (the thesis's Algorithm 1, line 11)
-  one_channel,  // v^C = cov_c(l), c = precision_channel (the text's scalar dynamics)
-  weighted,     // v^C = 1 / (sum_k w_k P_k(l) + b), P_k = 1/cov_k (the learned weighted sum)
-};
+// Where the scalar-per-pair covariance v^C(l) of the score comes from: rfa::AfaPrecision
+// (channel_sum: the thesis's Algorithm 1, line 11; one_channel: the text's scalar dynamics;
+// weighted: the learned weighted sum of per-channel precisions).
+using AfaPrecision = rfa::AfaPrecision;
 
 struct AfaHeadParams {
   double nu = 1.0;            // Mahalanobis scale on v^C (> 0)
@@ -59,6 +58,10 @@ struct AfaParams {
   bool causal = true;
   bool mix = false;      // filtered <- (1 - sigmoid(delta_k)) V_ik + sigmoid(delta_k) filtered
 };
+
+// A model's AFA layer (rfa::AttentionParams with variant afa, docs/variant-afa.md §12) in this
+// twin's form: lambda_re = -mu, the per-head eps, horizon and precision channel from the layer.
+AfaParams afa_twin_params(const AttentionParams& p);
 
 // Checks every field; the message names the one at fault ("params.lambda_re[h=0][k=3]").
 Status afa_check_params(const AfaParams& p);
@@ -95,6 +98,7 @@ AfaPairTerms afa_pair_terms(const AfaParams& p, int h, const cd* q, const cd* k,
 struct AfaOptions {
   bool want_matrices = false;                // fill AfaOutputs::attn
   const std::vector<double>* horizon = nullptr;  // [B][N] prediction horizons (>= 0); null: pred_dt
+  int window = 0;  // causal only: W > 0 lets query i see keys [i - W + 1, i] (a banded mask); 0: all
 };
 
 struct AfaOutputs {

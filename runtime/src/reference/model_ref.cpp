@@ -1,8 +1,10 @@
 #include "reference/model_ref.hpp"
 
 #include <cmath>
+#include <limits>
 #include <string>
 
+#include "reference/afa_ref.hpp"
 #include "reference/ops_ref.hpp"
 
 namespace rfa::ref {
@@ -41,6 +43,33 @@ Status check_attention_layer(const AttentionLayer& L, int d_e, const std::string
   return Status::Ok();
 }
 
+// One AFA layer through the AFA twin, its outputs in the RFA twin's form: est, the weights as
+// both Ahat and A (AFA's decay is per channel, so there is no single decayed matrix), row stats.
+Status afa_attention(const AttentionParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
+                     const std::vector<cd>& V, const std::vector<double>& t, AttentionOutputs* o,
+                     const AttentionOptions& opt) {
+  if (opt.key_valid) return make_error(Code::unsupported, "reference AFA layer: key masks are not supported");
+  AfaOptions ao;
+  ao.want_matrices = opt.want_matrices;
+  ao.window = opt.window;
+  AfaOutputs r;
+  RFA_TRY(afa_forward(afa_twin_params(p), B, N, Q, K, V, t, &r, ao));
+  *o = AttentionOutputs{};
+  o->B = B;
+  o->N = N;
+  o->H = p.heads;
+  o->D = p.dim;
+  o->est = std::move(r.est);
+  o->Ahat = r.attn;
+  o->A = std::move(r.attn);
+  o->row_max = r.row_max;
+  o->row_lse = r.row_lse;
+  o->row_sum.resize(r.row_lse.size());
+  for (size_t k = 0; k < r.row_lse.size(); ++k) o->row_sum[k] = std::exp(r.row_lse[k] - r.row_max[k]);
+  o->energy_lse.assign(r.row_lse.size(), -std::numeric_limits<double>::infinity());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, int N, const std::vector<double>& x,
@@ -58,7 +87,8 @@ Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, 
   const std::vector<cd> V = split_complex(linear(layer.wv, x, rows), rows, H, D);
   AttentionOutputs local;
   AttentionOutputs* o = out ? out : &local;
-  RFA_TRY(attention(layer.params, B, N, Q, K, V, t, o, opt));
+  if (layer.params.variant == AttentionVariant::afa) RFA_TRY(afa_attention(layer.params, B, N, Q, K, V, t, o, opt));
+  else RFA_TRY(attention(layer.params, B, N, Q, K, V, t, o, opt));
   return linear(layer.wo, pack_complex(o->est, rows, H, D), rows);
 }
 

@@ -40,6 +40,9 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
   if (layer < 0 || layer >= m.num_layers() || head < 0 || head >= m.n_heads)
     return Status(Code::invalid_argument, "head_curves: layer " + std::to_string(layer) + ", head " +
                                               std::to_string(head) + " out of range");
+  if (m.layer(layer).params.variant != AttentionVariant::rfa)
+    return Status(Code::unsupported, "head_curves: layer " + std::to_string(layer) +
+                                         " is an AFA layer; its per-channel kernels have no curve readout yet");
   KernelCurves k;
   k.lags = lags;
   for (double lag : lags) {

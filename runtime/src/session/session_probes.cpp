@@ -85,6 +85,7 @@ Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
   Impl& I = *impl_;
   RFA_TRY(I.check_probe(layer, head, b, i, i + 1, j, j + 1));
   const AttentionParams& p = I.model->layer(layer).params;
+  RFA_TRY(ops::require_rfa_layer(p, "pair readout"));
   const LayerGpu& L = I.layers[(size_t)layer];
   const size_t D = (size_t)p.dim, row = ((size_t)b * p.heads + head) * (size_t)I.capacity;
   const size_t si = (size_t)i % (size_t)I.capacity, sj = (size_t)j % (size_t)I.capacity;  // ring slots
@@ -252,6 +253,7 @@ Result<std::vector<WindowTruncation>> Session::window_report(int b, bool measure
   if (I.window == 0) return Status(Code::invalid_argument, "window_report: this session has no window");
   if (b < 0 || b >= I.batch) return Status(Code::invalid_argument, "window_report: batch row " + std::to_string(b) + " out of range");
   if (I.filled == 0) return Status(Code::invalid_argument, "window_report: no position yet");
+  for (int l = 0; l < (int)I.layers.size(); ++l) RFA_TRY(ops::require_rfa_layer(I.model->layer(l).params, "window report"));
   const int i = I.filled - 1, W = I.window;
   const auto& T = I.host_t[(size_t)b];
   const bool evicted = i - W >= 0;

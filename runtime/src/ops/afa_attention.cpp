@@ -1,0 +1,147 @@
+#include "ops/afa_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "gpu/pipeline.hpp"
+#include "push_layouts.h"
+
+namespace rfa::ops {
+
+using shader::AttentionPush;
+
+Status check_afa_params(const AttentionParams& p) {
+  const AfaLayerParams& f = p.afa;
+  const size_t H = (size_t)p.heads, HD = H * (size_t)p.dim;
+  auto bad = [](const std::string& what) { return make_error(Code::invalid_argument, "afa attention: " + what); };
+  auto sized = [&](const std::vector<double>& v, size_t n, const char* name) -> Status {
+    if (v.size() != n)
+      return bad(std::string("params.afa.") + name + " holds " + std::to_string(v.size()) + " values, " +
+                 std::to_string(n) + " expected");
+    for (size_t k = 0; k < n; ++k)
+      if (!std::isfinite(v[k])) return bad(std::string("params.afa.") + name + "[" + std::to_string(k) + "] is not finite");
+    return Status::Ok();
+  };
+  RFA_TRY(sized(f.mu, HD, "mu"));
+  RFA_TRY(sized(f.sigma2, HD, "sigma2"));
+  RFA_TRY(sized(f.eta2, HD, "eta2"));
+  RFA_TRY(sized(f.gamma2, HD, "gamma2"));
+  RFA_TRY(sized(f.nu, H, "nu"));
+  RFA_TRY(sized(f.alpha, H, "alpha"));
+  if (f.mix) RFA_TRY(sized(f.delta, HD, "delta"));
+  if (f.precision == AfaPrecision::weighted) {
+    RFA_TRY(sized(f.weight, HD, "weight"));
+    RFA_TRY(sized(f.weight_bias, H, "weight_bias"));
+  }
+  for (size_t k = 0; k < HD; ++k) {
+    // Growing modes have no stationary covariance and overflow the transport (docs/variant-afa.md §10.17).
+    if (f.mu[k] < 0) return bad("params.afa.mu[" + std::to_string(k) + "] < 0 (a growing mode)");
+    if (f.sigma2[k] < 0 || f.eta2[k] < 0 || f.gamma2[k] < 0)
+      return bad("params.afa noise variances must be >= 0 (channel " + std::to_string(k) + ")");
+    if (f.precision == AfaPrecision::weighted && f.weight[k] < 0)
+      return bad("params.afa.weight[" + std::to_string(k) + "] < 0");
+  }
+  for (size_t h = 0; h < H; ++h) {
+    if (!(f.nu[h] > 0)) return bad("params.afa.nu[" + std::to_string(h) + "] must be > 0");
+    if (f.precision == AfaPrecision::weighted && f.weight_bias[h] < 0)
+      return bad("params.afa.weight_bias[" + std::to_string(h) + "] < 0");
+  }
+  if (!(f.eps >= 0) || !std::isfinite(f.eps)) return bad("params.afa.eps must be finite and >= 0");
+  if (!(f.pred_dt >= 0) || !std::isfinite(f.pred_dt)) return bad("params.afa.pred_dt must be finite and >= 0");
+  if (f.precision != AfaPrecision::channel_sum && f.precision != AfaPrecision::one_channel &&
+      f.precision != AfaPrecision::weighted)
+    return bad("params.afa.precision is not a known source");
+  if (f.precision == AfaPrecision::one_channel && (f.precision_channel < 0 || f.precision_channel >= p.dim))
+    return bad("params.afa.precision_channel " + std::to_string(f.precision_channel) + " is not in [0, D = " +
+               std::to_string(p.dim) + ")");
+  return Status::Ok();
+}
+
+std::vector<float> afa_layer_table(const AttentionParams& p) {
+  const AfaLayerParams& f = p.afa;
+  const size_t H = (size_t)p.heads, HD = H * (size_t)p.dim;
+  std::vector<float> t(4 * (2 * HD + H), 0.f);
+  for (size_t k = 0; k < HD; ++k) {
+    const double mu = f.unitary ? 0.0 : f.mu[k];
+    float* a = &t[4 * k];
+    a[0] = (float)mu;
+    a[1] = (float)f.sigma2[k];
+    a[2] = (float)f.eta2[k];
+    a[3] = (float)f.gamma2[k];
+    float* c = &t[4 * (HD + k)];
+    c[0] = f.mix ? (float)(1.0 / (1.0 + std::exp(-f.delta[k]))) : 1.f;
+    c[1] = f.precision == AfaPrecision::weighted ? (float)f.weight[k] : 0.f;
+    // The prediction e^{lambda h} = e^{-mu h} e^{i omega h}, in double.
+    const double decay = std::exp(-mu * f.pred_dt), ang = p.omega[k] * f.pred_dt;
+    c[2] = (float)(decay * std::cos(ang));
+    c[3] = (float)(decay * std::sin(ang));
+  }
+  for (size_t h = 0; h < H; ++h) {
+    float* e = &t[4 * (2 * HD + h)];
+    e[0] = (float)f.nu[h];
+    e[1] = (float)(f.alpha[h] * f.alpha[h]);
+    e[2] = f.precision == AfaPrecision::weighted ? (float)f.weight_bias[h] : 0.f;
+    e[3] = (float)f.eps;
+  }
+  return t;
+}
+
+uint32_t afa_shared_bytes(const AttentionTiling& t, uint32_t dim) {
+  const uint32_t kv_tile = t.direct_kv ? 1 : t.keys_per_tile * dim;
+  const uint32_t red = t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1;
+  return 2 * kv_tile * 8 + t.keys_per_tile * 8 + t.workgroup * 8 + red * 8 + dim * 20;
+}
+
+AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
+                                  uint32_t dim, uint32_t capacity) {
+  KernelOptions o = overrides;
+  o.attention_tile = 0;
+  o.attention_split_k = 0;
+  o.attention_lag_table = 0;
+  AttentionTiling t = choose_attention_tiling(caps, o, n_new, dim, 0, capacity, false);
+  t.splits = 1;
+  t.lag_table = false;
+  t.tile = t.f16_math = t.coopmat = t.coopmat_emulated = false;
+  t.groups_x = (n_new + t.rows_per_group - 1) / t.rows_per_group;
+  while (t.keys_per_tile > 4 && afa_shared_bytes(t, dim) > caps.max_shared_memory) t.keys_per_tile -= 4;
+  t.shared_bytes = afa_shared_bytes(t, dim);
+  const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  t.why = std::string(cpu ? "CPU device: " : "GPU: ") + "AFA kernel, " +
+          (t.direct_kv ? "keys read from the cache" : "key tiles of " + std::to_string(t.keys_per_tile) + " in shared memory") +
+          (t.threads_per_row > 1 ? ", " + std::to_string(t.threads_per_row) + " threads per row (few rows)" : "") +
+          ", every pair's per-channel decays from its lag";
+  return t;
+}
+
+Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                        const gpu::Buffer& timestamps, gpu::Buffer& out, const AttentionSpan& span) {
+  const AttentionParams& p = w.params();
+  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch, n_new = span.n_new;
+  if (n_new == 0) return Status::Ok();
+  if (!span.positions) return make_error(Code::invalid_argument, "afa attention: the span needs its positions buffer");
+  const uint64_t out_bytes = (uint64_t)B * n_new * 2 * H * D * 4;
+  if (!out.valid() || out.size < out_bytes)
+    return make_error(Code::invalid_argument, "afa attention: buffer 'out' holds " + std::to_string(out.size) +
+                                                  " bytes, " + std::to_string(out_bytes) + " needed");
+  const AttentionTiling t = choose_afa_tiling(ctx.caps(), ctx.kernels(), n_new, D, cache.capacity);
+  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: CAUSAL, 6: PREC, 7: UNITARY, 8: MIX, 9: DIRECT_KV,
+  // 10: PCHAN, 11: KV_TILE, 12: DC, 13: RED
+  const AfaLayerParams& f = p.afa;
+  gpu::SpecConstants spec;
+  spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D)
+      .flag(p.sw.causal).u32((uint32_t)f.precision).flag(f.unitary).flag(f.mix).flag(t.direct_kv)
+      .u32((uint32_t)f.precision_channel).u32(t.direct_kv ? 1 : t.keys_per_tile * D).u32(t.merge_chunk)
+      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1);
+  auto pipe = ctx.pipelines().get<AttentionPush>(cache.kv_f16 ? "afa_attention_kv16" : "afa_attention", spec);
+  if (!pipe) return pipe.status();
+  const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};
+  rec.dispatch(**pipe,
+               {gpu::in(w.afa_table()), gpu::in(w.omega()), gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k),
+                gpu::in(cache.v), gpu::out(out), gpu::inout(cache.row_max), gpu::inout(cache.row_sum),
+                gpu::in(*span.positions)},
+               &push, t.groups_x, H, B, "afa_attention");
+  return Status::Ok();
+}
+
+}  // namespace rfa::ops

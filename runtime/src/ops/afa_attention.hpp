@@ -1,0 +1,35 @@
+// AFA layers on the GPU (Adaptive Filter Attention, memory-optimised form, docs/variant-afa.md):
+// the layer's parameter table and the fused kernel shaders/afa_attention*.comp. An AFA layer goes
+// through the same op as RFA (ops/rfa_attention.hpp): RFA's rotate pass fills the same caches
+// (Q~, K~, V~ in the frame of omega_k t), and record_rfa_fused hands AFA layers to
+// record_afa_fused. No lag table and no split-k or cooperative tile: per-channel decays make every
+// pair's terms a function of D exponentials (docs/variant-afa.md §7).
+#pragma once
+
+#include <vector>
+
+#include "ops/rfa_attention.hpp"
+
+namespace rfa::ops {
+
+// Checks an AFA layer's parameters (sizes, signs, finiteness), naming the field at fault.
+Status check_afa_params(const AttentionParams& p);
+
+// The table the kernel reads, vec4s: [H*D] (mu, sigma2, eta2, gamma2), [H*D] (mix gate
+// sigmoid(delta_k) or 1, w_k, Re and Im of e^{lambda_k h}), [H] (nu, alpha^2, b, eps). Under the
+// unitary switch mu is 0 here. e^{lambda h} is formed in double.
+std::vector<float> afa_layer_table(const AttentionParams& p);
+
+// The kernel's shared memory for a tiling (what the shader declares).
+uint32_t afa_shared_bytes(const AttentionTiling& t, uint32_t dim);
+
+// How the AFA kernel runs: RFA's direct-path choice (rows per group, threads per row, key tiles or
+// keys read from the cache), key tiles shrunk to the device's shared memory; `why` says so.
+AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
+                                  uint32_t dim, uint32_t capacity);
+
+// The fused AFA kernel for the span's new positions (record_rfa_fused calls it for AFA layers).
+Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                        const gpu::Buffer& timestamps, gpu::Buffer& out, const AttentionSpan& span);
+
+}  // namespace rfa::ops

@@ -1,0 +1,222 @@
+// The fused AFA kernel: Adaptive Filter Attention, memory-optimised form (docs/variant-afa.md §4),
+// over the caches the RFA rotate pass fills (Q~, K~, V~ rotated by e^{-i omega_k t}, so a key's
+// rotation to the query's time is already in the frame). Included by afa_attention.comp and
+// afa_attention_kv16.comp.
+//
+// Per pair (i, j), per channel k, from the lag l = t_i - t_j formed from double-float times:
+//   e_k = exp(-mu_k |l|)                                   the channel's own decay
+//   R2  = |q|^2 + sum_k e_k^2 |K_jk|^2 - 2 e_k Re(conj(q~_k) K~_jk)
+//   cov_k = sigma2_k phi_k + eta2_k e_k^2 + gamma2_k,  phi_k = (1 - e_k^2) / (2 mu_k)
+//   v^C  = sum_k cov_k | cov_c | 1 / (sum_k w_k / cov_k + b)        (PREC 0 | 1 | 2)
+//   logit = alpha^2 * -log(nu v^C + R2 + eps)
+//   acc_k += exp(logit - m) e_k V~_jk                     (online softmax, rescaled per key)
+// Every e_k comes from the pair's own lag (never e^{-mu t_i} e^{mu t_j}: that product overflows
+// float once mu t passes ~88, docs/variant-afa.md §7), so the kernel is exact at any context and
+// timestamp offset the lag representation allows. D exponentials per pair: the price of
+// per-channel decays (RFA has one per pair).
+// Epilogue: normalise, optional mix with the query's own value, counter-rotate by omega_k t_i,
+// and the prediction e^{lambda_k h} (a per-channel complex factor the host computes in double).
+//
+// Threads: BQ rows per workgroup, S threads per row splitting its keys (S > 1 for decode steps),
+// merged through shared memory; keys staged in shared tiles of BK (GPUs) or read from the cache
+// (DIRECT_KV, CPU devices). The head's channel parameters sit in shared memory.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "kv_storage.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;  // BQ * S
+layout(constant_id = 1) const uint BQ = 64;  // query rows per workgroup
+layout(constant_id = 2) const uint S = 1;    // threads per query row
+layout(constant_id = 3) const uint BK = 32;  // keys per shared-memory tile
+layout(constant_id = 4) const uint D = 32;   // complex channels per head
+layout(constant_id = 5) const bool CAUSAL = true;
+layout(constant_id = 6) const uint PREC = 0;  // rfa::AfaPrecision
+layout(constant_id = 7) const bool UNITARY = false;
+layout(constant_id = 8) const bool MIX = false;
+layout(constant_id = 9) const bool DIRECT_KV = false;
+layout(constant_id = 10) const uint PCHAN = 0;  // the channel of PREC 1
+layout(constant_id = 11) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
+layout(constant_id = 12) const uint DC = 8;       // complex components merged per round (S > 1)
+layout(constant_id = 13) const uint RED = 1;      // WG * DC when S > 1, else 1
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+// The layer's table (ops/afa_attention.cpp): [H*D] (mu, sigma2, eta2, gamma2), then [H*D]
+// (mix gate, w, Re, Im of e^{lambda h}), then [H] (nu, alpha^2, b, eps).
+layout(std430, binding = 0) readonly buffer Ab { vec4 afa[]; };
+layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };  // (hi, lo) [H*D]
+layout(std430, binding = 2) readonly buffer Tb { vec2 ts[]; };     // (hi, lo) [B, capacity]
+layout(std430, binding = 3) readonly buffer Qb { vec2 Qc[]; };
+layout(std430, binding = 4) readonly buffer Kb { KV_T Kc[]; };
+layout(std430, binding = 5) readonly buffer Vb { KV_T Vc[]; };
+layout(std430, binding = 6) writeonly buffer Ob { float attn_out[]; };
+layout(std430, binding = 7) writeonly buffer Mb { float row_max[]; };
+layout(std430, binding = 8) writeonly buffer Lb { float row_sum[]; };
+layout(std430, binding = 9) readonly buffer Pb { uint pos0; uint kv_len; } span;
+
+#include "push_layouts.h"
+layout(push_constant) uniform Push { AttentionPush pc; };
+
+#include "rfa_cache_ring.glsl"
+#include "rfa_phase.glsl"
+
+shared vec4 sch[D];  // the head's (mu, sigma2, eta2, gamma2) per channel
+shared float sw[D];  // w_k (PREC 2)
+shared vec2 sk[KV_TILE];
+shared vec2 sv[KV_TILE];
+shared vec2 st[BK];
+shared float sm[WG];
+shared float sl[WG];
+shared vec2 sred[RED];
+
+// z / |z| per channel (the unitary switch); a zero channel stays zero.
+vec2 unit_channel(vec2 z) {
+  const float n2 = dot(z, z);
+  return n2 > 0.0 ? z * inversesqrt(n2) : vec2(0.0);
+}
+
+// (1 - e^2) / (2 mu) with e = exp(-mu l), accurate where 1 - e^2 cancels: a series below
+// x = 2 mu l = 0.1 (relative error < 2e-8), the closed form above; l at mu = 0.
+float afa_phi(float mu, float l, float e) {
+  const float x = 2.0 * mu * l;
+  if (x < 0.1) return l * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0 - x * (1.0 / 120.0)))));
+  return (1.0 - e * e) / (2.0 * mu);
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint rloc = tid / S, sidx = tid % S;
+  const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint q0 = gl_WorkGroupID.x * BQ;
+  const uint qi = q0 + rloc;
+  const bool row_live = qi < pc.n_new;
+  const uint pos0 = span.pos0, kv_len = span.kv_len;
+  const uint i = pos0 + qi;
+  const uint base = (b * pc.heads + h) * pc.capacity;
+  const uint icell = base + slot_of(i);
+  const uint tbase = b * pc.capacity;
+  const uint HD = pc.heads * D;
+  const vec4 hv = afa[2 * HD + h];  // (nu, alpha^2, b, eps)
+
+  for (uint k = tid; k < D; k += WG) {
+    sch[k] = afa[h * D + k];
+    sw[k] = afa[HD + h * D + k].y;
+  }
+  barrier();
+
+  const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
+  vec2 q[D];
+  float qn = 0.0;
+  [[unroll]] for (uint k = 0; k < D; ++k) {
+    q[k] = row_live ? Qc[icell * D + k] : vec2(0.0);
+    if (UNITARY) q[k] = unit_channel(q[k]);
+    qn += dot(q[k], q[k]);
+  }
+  float m = NEG_INF, l = 0.0;
+  vec2 acc[D];
+  [[unroll]] for (uint k = 0; k < D; ++k) acc[k] = vec2(0.0);
+
+  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
+  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
+  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;
+  const uint row_first = CAUSAL ? first_key(i) : 0;
+
+  for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
+    const uint nk = min(BK, kv_end - j0);
+    if (!DIRECT_KV) {
+      for (uint e = tid; e < nk * D; e += WG) {
+        const uint ks = slot_of(j0 + e / D);
+        sk[e] = KV_LOAD(Kc[(base + ks) * D + e % D]);
+        sv[e] = KV_LOAD(Vc[(base + ks) * D + e % D]);
+      }
+      for (uint e = tid; e < nk; e += WG) st[e] = ts[tbase + slot_of(j0 + e)];
+      barrier();
+    }
+    if (row_live) {
+      const uint jend = CAUSAL ? (i + 1 > j0 ? min(nk, i + 1 - j0) : 0) : nk;
+      const uint jbeg = row_first > j0 ? row_first - j0 : 0;
+      for (uint jj = jbeg + sidx; jj < jend; jj += S) {
+        const uint ks = slot_of(j0 + jj);
+        const vec2 tj = DIRECT_KV ? ts[tbase + ks] : st[jj];
+        const float lag = abs((ti.x - tj.x) + (ti.y - tj.y));
+        float ek[D];
+        float R2 = qn, vsum = 0.0;
+        [[unroll]] for (uint k = 0; k < D; ++k) {
+          vec2 kk = DIRECT_KV ? KV_LOAD(Kc[(base + ks) * D + k]) : sk[jj * D + k];
+          if (UNITARY) kk = unit_channel(kk);
+          const vec4 c = sch[k];  // mu, sigma2, eta2, gamma2 (mu = 0 under the unitary switch)
+          const float e = exp(-c.x * lag);
+          ek[k] = e;
+          R2 += e * (e * dot(kk, kk) - 2.0 * dot(q[k], kk));
+          const float cov = c.y * afa_phi(c.x, lag, e) + c.z * e * e + c.w;
+          if (PREC == 0) vsum += cov;
+          else if (PREC == 1) vsum = k == PCHAN ? cov : vsum;
+          else vsum += sw[k] / cov;
+        }
+        const float vC = PREC == 2 ? 1.0 / (vsum + hv.z) : vsum;
+        // The expanded residual can round below zero where the key matches the query.
+        const float arg = hv.x * vC + max(R2, 0.0) + hv.w;
+        // arg = 0 (no noise, eps = 0, an exact match) would be an infinite logit: floored at the
+        // smallest normal float, so such keys dominate the row but the sums stay finite.
+        const float logit = hv.y == 0.0 ? 0.0 : -hv.y * log(max(arg, 1.17549435e-38));
+        if (logit > m) {
+          const float sc = exp(m - logit);  // 0 on the row's first key (m = -inf)
+          l *= sc;
+          [[unroll]] for (uint k = 0; k < D; ++k) acc[k] *= sc;
+          m = logit;
+        }
+        const float p = exp(logit - m);
+        l += p;
+        [[unroll]] for (uint k = 0; k < D; ++k) {
+          const vec2 vv = DIRECT_KV ? KV_LOAD(Vc[(base + ks) * D + k]) : sv[jj * D + k];
+          acc[k] += (p * ek[k]) * vv;
+        }
+      }
+    }
+    if (!DIRECT_KV) barrier();
+  }
+
+  // Merge the S partial states of each row (decode steps split a row's keys).
+  if (S > 1) {
+    sm[tid] = m;
+    barrier();
+    float mrow = NEG_INF;
+    for (uint s = 0; s < S; ++s) mrow = max(mrow, sm[rloc * S + s]);
+    const float f = m == NEG_INF ? 0.0 : exp(m - mrow);
+    sl[tid] = l * f;
+    barrier();
+    float lrow = 0.0;
+    for (uint s = 0; s < S; ++s) lrow += sl[rloc * S + s];
+    // DC channels a round; the row's first thread sums them (only it runs the epilogue).
+    [[unroll]] for (uint c0 = 0; c0 < D; c0 += DC) {
+      [[unroll]] for (uint c = 0; c < DC; ++c) sred[tid * DC + c] = acc[c0 + c] * f;
+      barrier();
+      if (sidx == 0)
+        [[unroll]] for (uint c = 0; c < DC; ++c) {
+          vec2 sum = vec2(0.0);
+          for (uint s = 0; s < S; ++s) sum += sred[(rloc * S + s) * DC + c];
+          acc[c0 + c] = sum;
+        }
+      barrier();
+    }
+    m = mrow;
+    l = lrow;
+  }
+  if (!row_live || sidx != 0) return;
+
+  // Epilogue: normalise, mix, counter-rotate by omega_k t_i, predict by e^{lambda_k h}.
+  const bool has_keys = l > 0.0;
+  const float inv_l = has_keys ? 1.0 / l : 0.0;
+  const uint orow = (b * pc.n_new + qi) * 2 * HD;
+  for (uint k = 0; k < D; ++k) {
+    const vec4 x = afa[HD + h * D + k];  // gate, w, e^{lambda h}
+    vec2 z = acc[k] * inv_l;
+    if (MIX) z = (1.0 - x.x) * KV_LOAD(Vc[icell * D + k]) + x.x * z;  // in the frame: same mix
+    z = rfa_cmul(rfa_cmul(z, rfa_cis(rfa_angle(omega[h * D + k], ti))), x.zw);
+    attn_out[orow + h * D + k] = z.x;
+    attn_out[orow + HD + h * D + k] = z.y;
+  }
+  row_max[icell] = has_keys ? m : NEG_INF;
+  row_sum[icell] = l;
+}
