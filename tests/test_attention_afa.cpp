@@ -17,6 +17,7 @@
 #include "ops/rfa_attention.hpp"
 #include "reference/afa_ref.hpp"
 #include "reference/ops_ref.hpp"
+#include "rfa/session.hpp"
 
 using namespace rfa;
 using namespace rfa::test;
@@ -217,4 +218,33 @@ TEST_CASE("the AFA kernel's tiling is data") {
   CHECK(t.why.find("AFA kernel") != std::string::npos);
   const ops::AttentionTiling d = ops::choose_afa_tiling(caps, KernelOptions{}, 1, 64, 4096);
   CHECK(d.threads_per_row > 1);  // a decode step splits its row's keys
+}
+
+TEST_CASE("an AFA head's kernel curves (the viewer's panel) equal the twin's") {
+  for (AfaPrecision prec : {AfaPrecision::channel_sum, AfaPrecision::one_channel, AfaPrecision::weighted})
+    for (bool unitary : {false, true}) {
+      CAPTURE(prec_name(prec));
+      CAPTURE(unitary);
+      Model m;
+      m.arch = Architecture::attention;
+      m.n_heads = 2;
+      m.head_dim = 8;
+      m.single.params = afa(2, 8, 61, prec, unitary);
+      const std::vector<double> lags = {0.0, 0.5, 1.0, 7.0, 100.0, 1e4};
+      const ref::AfaParams tp = ref::afa_twin_params(m.single.params);
+      for (int h = 0; h < 2; ++h) {
+        auto cv = head_curves(m, 0, h, lags);
+        REQUIRE_MESSAGE(cv.ok(), cv.status().to_string());
+        ref::AfaKernelCurves r;
+        REQUIRE(ref::afa_kernel_curves(tp, h, lags, &r).ok());
+        for (size_t l = 0; l < lags.size(); ++l) {
+          double mean = 0;
+          for (int d = 0; d < 8; ++d) mean += r.E[(size_t)d * lags.size() + l] / 8;
+          CHECK(cv->decay[l] == doctest::Approx(mean).epsilon(1e-12));
+          CHECK(cv->vcov[l] == doctest::Approx(r.score_var[l]).epsilon(1e-12));
+          CHECK(cv->precision[l] == doctest::Approx(1.0 / (tp.head[(size_t)h].nu * r.score_var[l])).epsilon(1e-12));
+          CHECK(cv->bias[l] == doctest::Approx(r.score_bias[l]).epsilon(1e-12));
+        }
+      }
+    }
 }

@@ -230,6 +230,36 @@ TEST_CASE("load_config reads a file and reports a missing one") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("the AFA keys: variant, score covariance, switches, eps and horizon") {
+  ModelConfig c = expect_ok(cfg("lm", "{}"));
+  CHECK(c.variant == AttentionVariant::rfa);
+  CHECK(c.afa_precision == AfaPrecision::channel_sum);
+  CHECK(c.afa_eps == 1e-5);
+  CHECK(c.afa_pred_dt == 1.0);
+  c = expect_ok(cfg("signal", R"("num_blocks": 1, "d_in": 2, "n_heads": 2, "d_k_total": 8, "d_v_total": 8,
+                    "attention_variant": "afa", "afa_precision": "one_channel", "afa_precision_channel": 3,
+                    "afa_unitary": 1, "afa_mix": true, "afa_eps": 0, "afa_pred_dt": 0.25)"));
+  CHECK(c.variant == AttentionVariant::afa);
+  CHECK(c.afa_precision == AfaPrecision::one_channel);
+  CHECK(c.afa_precision_channel == 3);
+  CHECK(c.afa_unitary);
+  CHECK(c.afa_mix);
+  CHECK(c.afa_eps == 0);
+  CHECK(c.afa_pred_dt == 0.25);
+  CHECK(expect_ok(cfg("lm", R"("attention_variant": "afa", "afa_precision": "weighted")")).afa_precision ==
+        AfaPrecision::weighted);
+  expect_error(cfg("lm", R"("attention_variant": "rt")"), {"attention_variant", "\"rt\""});
+  expect_error(cfg("lm", R"("afa_precision": "sum")"), {"afa_precision", "channel_sum"});
+  expect_error(cfg("lm", R"("n_heads": 2, "d_k_total": 8, "d_v_total": 8, "afa_precision_channel": 4)"),
+               {"afa_precision_channel", "[0, 3]"});
+  expect_error(cfg("lm", R"("afa_eps": -1)"), {"afa_eps", ">= 0"});
+  expect_error(cfg("lm", R"("afa_pred_dt": "one")"), {"afa_pred_dt", "number"});
+  expect_error(cfg("lm", R"("attention_variant": "afa", "use_complex_input_norm": 1)"), {"use_complex_input_norm", "AFA"});
+  expect_error(cfg("lm", R"("attention_variant": "afa", "use_inner_residual": true)"), {"use_inner_residual", "AFA"});
+  expect_error(cfg("lm", R"("attention_variant": "afa", "phase_source": "accumulated_rope")"), {"phase_source", "AFA"});
+  expect_error(cfg("lm", R"("attention_variant": "afa", "stationary_values": false)"), {"stationary_values", "AFA"});
+}
+
 TEST_CASE("the ACC keys: phase source, step seed, stationary values") {
   ModelConfig c = expect_ok(cfg("signal", R"("num_blocks": 1, "d_in": 2)"));
   CHECK(c.phase_source == PhaseSource::omega_t);  // RFA's clock unless asked

@@ -75,7 +75,24 @@ void linear(Tensors& t, Gen& g, const std::string& p, int in, int out) {
   put_random(t, g, p + ".bias", {out});
 }
 
-// Every tensor of one MultiheadIsotropicRFA layer's state_dict (docs/reference-code.md §10).
+// Every tensor of one AFA layer (docs/variant-afa.md §12).
+void afa_tensors(Tensors& t, Gen& g, const std::string& p, const ModelConfig& c) {
+  const ReferenceArgs& a = c.args;
+  const int H = a.n_heads, D = c.head_dim(), W = a.use_complex_conj_constraint ? D / 2 : D;
+  put_random(t, g, p + "omega_v", {H, W}, 0, 1);
+  put_random(t, g, p + "afa_mu_v", {H, W}, -4, 2);
+  for (const char* n : {"afa_sigma_v", "afa_eta_v", "afa_gamma_v"}) put_random(t, g, p + n, {H, D}, -3, 2);
+  put_random(t, g, p + "afa_nu_v", {H}, -1, 2);
+  put_random(t, g, p + "afa_alpha_v", {H}, 0.5, 1.5);
+  if (c.afa_mix) put_random(t, g, p + "afa_delta_v", {H, D}, -2, 2);
+  if (c.afa_precision == AfaPrecision::weighted) {
+    put_random(t, g, p + "afa_weight_v", {H, D}, -2, 2);
+    put_random(t, g, p + "afa_weight_bias_v", {H}, -5, 0);
+  }
+}
+
+// Every tensor of one MultiheadIsotropicRFA layer's state_dict (docs/reference-code.md §10), or
+// of an AFA layer.
 void attention_tensors(Tensors& t, Gen& g, const std::string& p, const ModelConfig& c, bool with_buffers) {
   const ReferenceArgs& a = c.args;
   const int H = a.n_heads, D = c.head_dim(), de = a.d_e;
@@ -83,6 +100,7 @@ void attention_tensors(Tensors& t, Gen& g, const std::string& p, const ModelConf
   linear(t, g, p + "W_k", de, 2 * a.d_k_total);
   linear(t, g, p + "W_v", de, 2 * a.d_v_total);
   linear(t, g, p + "W_o", 2 * a.d_v_total, de);
+  if (c.variant == AttentionVariant::afa) return afa_tensors(t, g, p, c);
   if (a.learn_decay) {
     std::vector<float> mu = g.uniform((size_t)H, -3, 3);
     mu[0] = -std::numeric_limits<float>::infinity();  // logit(0): a mu0 = 0 head
@@ -689,6 +707,68 @@ TEST_CASE("bad model files are rejected, naming the tensor") {
     fs::remove(st);
     expect(dir, Code::io_error, {"model.safetensors"});
   }
+}
+
+TEST_CASE("AFA layers: the tensors of docs/variant-afa.md §12 and their physical values") {
+  for (const json& extra : {json{{"attention_variant", "afa"}, {"seq_len", 33}},
+                            json{{"attention_variant", "afa"}, {"afa_mix", true}, {"afa_precision", "weighted"},
+                                 {"scale_decay_by_time_interval", false}, {"zero_process_noise", true},
+                                 {"afa_unitary", true}, {"afa_pred_dt", 0.5}, {"omega_rescale", 2.0}}}) {
+    CAPTURE(extra.dump());
+    json args = small_args(extra);
+    args["d_in"] = 3;
+    const ModelConfig c = parse_or_fail("signal", args);
+    const fs::path dir = scratch("afa");
+    const Tensors t = reference_tensors(c, 5);
+    write_folder(dir, "signal", args, t);
+    const Model m = load_ok(dir);
+    const int H = 2, D = 4;
+    const double scale = c.args.scale_decay_by_time_interval ? 5.0 / 32.0 : 5.0;
+    for (int l = 0; l < 2; ++l) {
+      const std::string p = "backbone.blocks." + std::to_string(l) + ".attn.";
+      const AttentionParams& ap = m.blocks[(size_t)l].attn.params;
+      REQUIRE(ap.variant == AttentionVariant::afa);
+      CHECK(ap.afa.unitary == c.afa_unitary);
+      CHECK(ap.afa.mix == c.afa_mix);
+      CHECK(ap.afa.pred_dt == c.afa_pred_dt);
+      for (int h = 0; h < H; ++h) {
+        CHECK(ap.afa.nu[(size_t)h] == doctest::Approx(sp(raw(t, p + "afa_nu_v", (size_t)h))));
+        CHECK(ap.afa.alpha[(size_t)h] == doctest::Approx(raw(t, p + "afa_alpha_v", (size_t)h)));
+        for (int d = 0; d < D; ++d) {
+          const size_t k = (size_t)h * D + d, m2 = (size_t)h * (D / 2) + (size_t)(d / 2);
+          const double w = raw(t, p + "omega_v", m2) * c.args.omega_rescale;
+          CHECK(ap.omega[k] == doctest::Approx(d % 2 ? -w : w));  // conjugate pairs interleaved
+          CHECK(ap.afa.mu[k] == doctest::Approx(scale / (1.0 + std::exp(-raw(t, p + "afa_mu_v", m2)))));
+          CHECK(ap.afa.sigma2[k] == doctest::Approx(c.args.zero_process_noise ? 0.0 : sp(raw(t, p + "afa_sigma_v", k))));
+          CHECK(ap.afa.eta2[k] == doctest::Approx(sp(raw(t, p + "afa_eta_v", k))));
+          CHECK(ap.afa.gamma2[k] == doctest::Approx(sp(raw(t, p + "afa_gamma_v", k))));
+          if (c.afa_mix) CHECK(ap.afa.delta[k] == doctest::Approx(raw(t, p + "afa_delta_v", k)));
+          if (c.afa_precision == AfaPrecision::weighted)
+            CHECK(ap.afa.weight[k] == doctest::Approx(sp(raw(t, p + "afa_weight_v", k))));
+        }
+      }
+    }
+  }
+  // A missing AFA tensor is named; an RFA tensor in an AFA layer is unexpected.
+  const json args = small_args({{"attention_variant", "afa"}, {"afa_mix", true}});
+  const ModelConfig c = parse_or_fail("lm", args);
+  Tensors t = reference_tensors(c, 6);
+  const fs::path dir = scratch("afa_bad");
+  Tensors missing = t;
+  missing.erase("backbone.blocks.1.attn.afa_delta_v");
+  write_folder(dir, "lm", args, missing);
+  Status s = load_err(dir);
+  CHECK(contains(s.message(), "backbone.blocks.1.attn.afa_delta_v"));
+  Tensors extra = t;
+  extra["backbone.blocks.0.attn.mu_v"] = TensorToWrite{{2}, {0.f, 0.f}, DType::f32};
+  write_folder(dir, "lm", args, extra);
+  s = load_err(dir);
+  CHECK(contains(s.message(), "backbone.blocks.0.attn.mu_v"));
+  Tensors wrong = t;
+  wrong["backbone.blocks.0.attn.afa_mu_v"] = TensorToWrite{{2, 4}, std::vector<float>(8, 0.f), DType::f32};
+  write_folder(dir, "lm", args, wrong);
+  s = load_err(dir);
+  CHECK(contains(s.message(), "afa_mu_v"));
 }
 
 TEST_CASE("bad configs are rejected through load_model") {

@@ -115,7 +115,9 @@ struct KernelCurves {
   std::vector<double> decay, vcov, precision, bias;  // [lags], for one head
 };
 // The same curves computed on the host in double from the model's parameters (no GPU, no session):
-// what a panel can redraw every frame without waiting on the device.
+// what a panel can redraw every frame without waiting on the device. AFA layers (docs/variant-afa.md
+// §11): decay = the channel-mean e^{-mu_k lag}, vcov = the score covariance v^C(lag), precision =
+// 1 / (nu v^C), bias = -alpha^2 log(nu v^C + eps), the logit of a key that matches the query.
 Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
 
 // One query row watched through asynchronous frames (Session::watch_row).

@@ -109,6 +109,28 @@ Result<AttentionParams> afa_physical_params(const ModelConfig& cfg, const RawAfa
   return out;
 }
 
+AfaLagTerms afa_lag_terms(const AttentionParams& p, int h, double lag) {
+  const AfaLayerParams& f = p.afa;
+  const double l = std::fabs(lag);
+  AfaLagTerms t;
+  double sum = 0.0;
+  for (int d = 0; d < p.dim; ++d) {
+    const size_t k = (size_t)h * p.dim + (size_t)d;
+    const double mu = f.unitary ? 0.0 : f.mu[k], e = std::exp(-mu * l);
+    const double phi = mu > 0.0 ? -std::expm1(-2.0 * mu * l) / (2.0 * mu) : l;
+    const double cov = f.sigma2[k] * phi + f.eta2[k] * e * e + f.gamma2[k];
+    t.mean_decay += e / p.dim;
+    if (f.precision == AfaPrecision::channel_sum) sum += cov;
+    else if (f.precision == AfaPrecision::one_channel) sum = d == f.precision_channel ? cov : sum;
+    else sum += f.weight[k] / cov;
+  }
+  t.vC = f.precision == AfaPrecision::weighted ? 1.0 / (sum + f.weight_bias[(size_t)h]) : sum;
+  const double nu = f.nu[(size_t)h], a2 = f.alpha[(size_t)h] * f.alpha[(size_t)h];
+  t.precision = 1.0 / (nu * t.vC);
+  t.bias = a2 == 0.0 ? 0.0 : -a2 * std::log(nu * t.vC + f.eps);
+  return t;
+}
+
 Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttentionParams& raw) {
   const ReferenceArgs& a = cfg.args;
   const int H = a.n_heads, D = cfg.head_dim();

@@ -48,6 +48,14 @@ struct RawAfaParams {
 // Raw -> physical for an AFA layer (variant afa; head[] holds zeros, sw only `causal`).
 Result<AttentionParams> afa_physical_params(const ModelConfig& cfg, const RawAfaParams& raw);
 
+// An AFA head's lag-only terms at |lag| (docs/variant-afa.md §4, §11), as the kernel forms them:
+// the channel-mean decay, the score covariance v^C, its precision 1 / (nu v^C) and the logit at
+// zero residual -alpha^2 log(nu v^C + eps).
+struct AfaLagTerms {
+  double mean_decay = 0, vC = 0, precision = 0, bias = 0;
+};
+AfaLagTerms afa_lag_terms(const AttentionParams& p, int h, double lag);
+
 // |mu| below this takes the Brownian (L'Hôpital) branch of ou_rate / colored / hybrid (the
 // reference's epsilon); the colored covariance is clamped from below at kColoredFloor.
 inline constexpr double kBrownianMu = 1e-5;

@@ -40,11 +40,18 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
   if (layer < 0 || layer >= m.num_layers() || head < 0 || head >= m.n_heads)
     return Status(Code::invalid_argument, "head_curves: layer " + std::to_string(layer) + ", head " +
                                               std::to_string(head) + " out of range");
-  if (m.layer(layer).params.variant != AttentionVariant::rfa)
-    return Status(Code::unsupported, "head_curves: layer " + std::to_string(layer) +
-                                         " is an AFA layer; its per-channel kernels have no curve readout yet");
   KernelCurves k;
   k.lags = lags;
+  if (m.layer(layer).params.variant == AttentionVariant::afa) {
+    for (double lag : lags) {
+      const physics::AfaLagTerms t = physics::afa_lag_terms(m.layer(layer).params, head, lag);
+      k.decay.push_back(t.mean_decay);
+      k.vcov.push_back(t.vC);
+      k.precision.push_back(t.precision);
+      k.bias.push_back(t.bias);
+    }
+    return k;
+  }
   for (double lag : lags) {
     const physics::LagTerms t = physics::lag_terms(m.layer(layer).params, head, lag);
     k.decay.push_back(t.E);
