@@ -112,6 +112,39 @@ inline AttentionParams make_afa_params(int H, int D, std::mt19937& rng, AfaPreci
   return p;
 }
 
+// A random RT-RFA layer (docs/variant-rt.md): per-head decays in [0, 0.2] (head 0 at mu = 0),
+// noises, floors and temperatures of order one; conjugate-pair frequencies like make_params.
+inline AttentionParams make_rt_params(int H, int D, std::mt19937& rng, RtCovariance cov = RtCovariance::stationary,
+                                      RtKernel kernel = RtKernel::student_t, bool causal = true) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  AttentionParams p;
+  p.variant = AttentionVariant::rt;
+  p.heads = H;
+  p.dim = D;
+  p.sw.causal = causal;
+  p.head.assign((size_t)H, HeadParams{});
+  RtLayerParams& r = p.rt;
+  r.covariance = cov;
+  r.kernel = kernel;
+  r.eps = 1e-6;
+  for (int h = 0; h < H; ++h) {
+    for (int k = 0; k < D / 2; ++k) {
+      const double w = std::pow(10000.0, -(double)(k + h * (D / 2)) / (H * D / 2));
+      p.omega.push_back(w);
+      p.omega.push_back(-w);
+    }
+    r.mu.push_back(h == 0 ? 0.0 : 0.2 * u(rng));
+    r.s2t.push_back(cov == RtCovariance::stationary ? 0.1 + u(rng) : 0.0);
+    r.sigma2.push_back(cov == RtCovariance::ou_rate ? 0.05 + 0.3 * u(rng) : 0.0);
+    r.eta2.push_back(0.2 + u(rng));
+    r.gamma2.push_back(0.3 * u(rng));
+    r.tau_th2.push_back(0.01 + 0.1 * u(rng));
+    r.nu.push_back(2.0 + 4.0 * D * u(rng));
+    r.beta.push_back(0.5 + u(rng));
+  }
+  return p;
+}
+
 inline AttentionLayer make_attention(int d_e, int H, int D, std::mt19937& rng) {
   AttentionLayer L;
   L.wq = make_linear(d_e, 2 * H * D, rng);

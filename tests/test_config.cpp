@@ -231,7 +231,7 @@ TEST_CASE("load_config reads a file and reports a missing one") {
 }
 
 TEST_CASE("the AFA keys: variant, score covariance, switches, eps and horizon") {
-  ModelConfig c = expect_ok(cfg("lm", "{}"));
+  ModelConfig c = expect_ok(cfg("lm", ""));
   CHECK(c.variant == AttentionVariant::rfa);
   CHECK(c.afa_precision == AfaPrecision::channel_sum);
   CHECK(c.afa_eps == 1e-5);
@@ -248,7 +248,7 @@ TEST_CASE("the AFA keys: variant, score covariance, switches, eps and horizon") 
   CHECK(c.afa_pred_dt == 0.25);
   CHECK(expect_ok(cfg("lm", R"("attention_variant": "afa", "afa_precision": "weighted")")).afa_precision ==
         AfaPrecision::weighted);
-  expect_error(cfg("lm", R"("attention_variant": "rt")"), {"attention_variant", "\"rt\""});
+  expect_error(cfg("lm", R"("attention_variant": "rwkv")"), {"attention_variant", "\"rwkv\""});
   expect_error(cfg("lm", R"("afa_precision": "sum")"), {"afa_precision", "channel_sum"});
   expect_error(cfg("lm", R"("n_heads": 2, "d_k_total": 8, "d_v_total": 8, "afa_precision_channel": 4)"),
                {"afa_precision_channel", "[0, 3]"});
@@ -258,6 +258,23 @@ TEST_CASE("the AFA keys: variant, score covariance, switches, eps and horizon") 
   expect_error(cfg("lm", R"("attention_variant": "afa", "use_inner_residual": true)"), {"use_inner_residual", "AFA"});
   expect_error(cfg("lm", R"("attention_variant": "afa", "phase_source": "accumulated_rope")"), {"phase_source", "AFA"});
   expect_error(cfg("lm", R"("attention_variant": "afa", "stationary_values": false)"), {"stationary_values", "AFA"});
+}
+
+TEST_CASE("the RT-RFA keys: covariance, kernel, eps") {
+  ModelConfig c = expect_ok(cfg("lm", R"("attention_variant": "rt")"));
+  CHECK(c.variant == AttentionVariant::rt);
+  CHECK(c.rt_covariance == RtCovariance::stationary);
+  CHECK(c.rt_kernel == RtKernel::student_t);
+  CHECK(c.rt_eps == 1e-6);
+  c = expect_ok(cfg("lm", R"("attention_variant": "rt", "rt_covariance": "ou_rate", "rt_kernel": "gaussian", "rt_eps": 0)"));
+  CHECK(c.rt_covariance == RtCovariance::ou_rate);
+  CHECK(c.rt_kernel == RtKernel::gaussian);
+  CHECK(c.rt_eps == 0);
+  expect_error(cfg("lm", R"("rt_covariance": "colored")"), {"rt_covariance", "ou_rate"});
+  expect_error(cfg("lm", R"("rt_kernel": "cauchy")"), {"rt_kernel", "student_t"});
+  expect_error(cfg("lm", R"("rt_eps": -0.5)"), {"rt_eps", ">= 0"});
+  expect_error(cfg("lm", R"("attention_variant": "rt", "use_complex_output_norm": true)"), {"use_complex_output_norm", "RT-RFA"});
+  expect_error(cfg("lm", R"("attention_variant": "rt", "phase_source": "accumulated_random")"), {"phase_source", "RT-RFA"});
 }
 
 TEST_CASE("the ACC keys: phase source, step seed, stationary values") {

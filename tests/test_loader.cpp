@@ -101,6 +101,12 @@ void attention_tensors(Tensors& t, Gen& g, const std::string& p, const ModelConf
   linear(t, g, p + "W_v", de, 2 * a.d_v_total);
   linear(t, g, p + "W_o", 2 * a.d_v_total, de);
   if (c.variant == AttentionVariant::afa) return afa_tensors(t, g, p, c);
+  if (c.variant == AttentionVariant::rt) {  // docs/variant-rt.md §13
+    put_random(t, g, p + "omega_v", {H, a.use_complex_conj_constraint ? D / 2 : D}, 0, 1);
+    for (const char* n : {"rt_mu_v", "rt_sigma_v", "rt_eta_v", "rt_gamma_v", "rt_tau_th_v", "rt_nu_v", "rt_beta_v"})
+      put_random(t, g, p + n, {H}, -3, 2);
+    return;
+  }
   if (a.learn_decay) {
     std::vector<float> mu = g.uniform((size_t)H, -3, 3);
     mu[0] = -std::numeric_limits<float>::infinity();  // logit(0): a mu0 = 0 head
@@ -769,6 +775,45 @@ TEST_CASE("AFA layers: the tensors of docs/variant-afa.md §12 and their physica
   write_folder(dir, "lm", args, wrong);
   s = load_err(dir);
   CHECK(contains(s.message(), "afa_mu_v"));
+}
+
+TEST_CASE("RT-RFA layers: the tensors of docs/variant-rt.md §13 and their physical values") {
+  for (const char* cov : {"stationary", "ou_rate"}) {
+    CAPTURE(cov);
+    json args = small_args({{"attention_variant", "rt"}, {"rt_covariance", cov}, {"rt_kernel", "gaussian"},
+                            {"seq_len", 17}, {"norm", "rms_norm"}, {"use_real_input_norm", false}, {"rt_eps", 0.001}});
+    const ModelConfig c = parse_or_fail("lm", args);
+    const fs::path dir = scratch("rt");
+    const Tensors t = reference_tensors(c, 8);
+    write_folder(dir, "lm", args, t);
+    const Model m = load_ok(dir);
+    const int D = 4;
+    for (int l = 0; l < 2; ++l) {
+      const std::string p = "backbone.blocks." + std::to_string(l) + ".attn.";
+      const AttentionParams& ap = m.blocks[(size_t)l].attn.params;
+      REQUIRE(ap.variant == AttentionVariant::rt);
+      CHECK(ap.rt.kernel == RtKernel::gaussian);
+      CHECK(ap.rt.eps == 0.001);
+      CHECK(m.blocks[(size_t)l].norm1.kind == NormKind::none);  // the RT block: nothing before the attention
+      for (size_t h = 0; h < 2; ++h) {
+        const double noise = sp(raw(t, p + "rt_sigma_v", h));
+        CHECK(ap.rt.mu[h] == doctest::Approx(5.0 / 16.0 / (1.0 + std::exp(-raw(t, p + "rt_mu_v", h)))));
+        CHECK(ap.rt.s2t[h] == doctest::Approx(std::string(cov) == "stationary" ? noise : 0.0));
+        CHECK(ap.rt.sigma2[h] == doctest::Approx(std::string(cov) == "ou_rate" ? noise : 0.0));
+        CHECK(ap.rt.eta2[h] == doctest::Approx(sp(raw(t, p + "rt_eta_v", h))));
+        CHECK(ap.rt.gamma2[h] == doctest::Approx(sp(raw(t, p + "rt_gamma_v", h))));
+        CHECK(ap.rt.tau_th2[h] == doctest::Approx(sp(raw(t, p + "rt_tau_th_v", h)) + 1e-6));
+        CHECK(ap.rt.nu[h] == doctest::Approx(D * sp(raw(t, p + "rt_nu_v", h)) + 2.0));
+        CHECK(ap.rt.beta[h] == doctest::Approx(sp(raw(t, p + "rt_beta_v", h))));
+      }
+    }
+  }
+  const json args = small_args({{"attention_variant", "rt"}});
+  Tensors t = reference_tensors(parse_or_fail("lm", args), 9);
+  t.erase("backbone.blocks.0.attn.rt_tau_th_v");
+  const fs::path dir = scratch("rt_bad");
+  write_folder(dir, "lm", args, t);
+  CHECK(contains(load_err(dir).message(), "backbone.blocks.0.attn.rt_tau_th_v"));
 }
 
 TEST_CASE("bad configs are rejected through load_model") {

@@ -178,6 +178,25 @@ TEST_CASE("AFA layers stream through the window ring like the AFA twin") {
   }
 }
 
+TEST_CASE("RT-RFA layers stream through the window ring like the RT twin") {
+  // docs/variant-rt.md: every layer RT-RFA (the two covariances and kernels), the RT block (no norm
+  // before the attention, RMSNorm before the FFN), calls of one position and mixed pieces.
+  for (Architecture arch : {Architecture::signal, Architecture::lm}) {
+    CAPTURE(std::string(architecture_name(arch)));
+    Model m = *model(arch, 91);
+    std::mt19937 rng(92);
+    for (size_t l = 0; l < m.blocks.size(); ++l) {
+      m.blocks[l].attn.params = test::make_rt_params(3, 4, rng, l == 0 ? RtCovariance::stationary : RtCovariance::ou_rate,
+                                                     l == 0 ? RtKernel::student_t : RtKernel::gaussian);
+      m.blocks[l].norm1 = NormWeights{};
+    }
+    auto mp = std::make_shared<const Model>(m);
+    const Stream s = make_stream(*mp, 2, 45, 93);
+    CHECK_CLOSE_VEC(run_windowed(mp, s, 8, {1, 6, 3}), twin(*mp, s, 8), 2e-4, 2e-4);
+    CHECK_CLOSE_VEC(run_windowed(mp, s, 100, {45}), twin(*mp, s, 0), 2e-4, 2e-4);
+  }
+}
+
 TEST_CASE("one attention layer: a windowed output equals a fresh prefill of its last window positions") {
   auto m = model(Architecture::attention, 31, 1);
   const int N = 90, W = 16;

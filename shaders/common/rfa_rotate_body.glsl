@@ -3,6 +3,10 @@
 // from a buffer so a recorded command buffer serves every step). One invocation per (row, head,
 // which of q/k/v). Also writes |Q~|^2, |K~|^2 (rotation-invariant) and V_norm (normalized, not rotated,
 // half-split like the projections) for the confidence gate.
+// UNIT (RT-RFA, docs/variant-rt.md §3.1): Q, K and V are cached as unit directions (x / max(|x|,
+// 1e-12) per head); the value invocation writes log(m^2 + eps), m = |V| before normalisation, into
+// both q_norm2 and k_norm2 (a token's magnitude serves it as a query and as a key), and the unit
+// value unrotated into v_norm (the tangent projection's vh_i). Q and K invocations write no norm.
 #extension GL_GOOGLE_include_directive : require
 #include "kv_storage.glsl"
 #include "rfa_phase.glsl"
@@ -12,6 +16,8 @@ layout(constant_id = 0) const uint D = 32;
 layout(constant_id = 1) const bool IN_NORM = false;  // use_complex_input_norm = 1
 layout(constant_id = 2) const uint PHASE = 0;         // rfa::PhaseSource: 0 omega t, else the phase ring
 layout(constant_id = 3) const bool ROTATE_V = true;   // false: values stored unrotated (Q/K-only rotation)
+layout(constant_id = 4) const bool UNIT = false;      // RT-RFA: unit directions and log-magnitudes
+layout(constant_id = 5) const float MAG_EPS = 1e-6;   // RT-RFA: eps of log(m^2 + eps)
 
 layout(std430, binding = 0) readonly buffer Wb { vec2 omega[]; };   // (hi, lo) [H*D]
 layout(std430, binding = 1) readonly buffer Gb { float gains[]; };  // [4][H*D]: q, k, v, o
@@ -57,6 +63,16 @@ void main() {
       ss += dot(z[d], z[d]);
     }
   }
+  float log_m2 = 0.0;
+  if (UNIT) {
+    log_m2 = log(ss + MAG_EPS);
+    const float inv = 1.0 / max(sqrt(ss), 1e-12);
+    ss = 0.0;
+    for (uint d = 0; d < D; ++d) {
+      z[d] *= inv;
+      ss += dot(z[d], z[d]);
+    }
+  }
   const uint cell = (b * pc.heads + h) * pc.capacity + p;
   const vec2 t = ts[b * pc.capacity + p];
   float ss_stored = 0.0;  // |K~|^2 of the values as stored (fp16 K: of the rounded values)
@@ -79,9 +95,17 @@ void main() {
   // With fp16 K the Mahalanobis residual |Q~ - E K~|^2 is expanded from |K~|^2 and the cross term
   // of the stored K~, so |K~|^2 must be of the stored values too (else the expansion can go < 0).
   if (RFA_KV_F16 != 0 && which == 1) ss = ss_stored;
-  if (which == 0) q_norm2[cell] = ss;
-  else if (which == 1) k_norm2[cell] = ss;
-  else
+  if (UNIT) {
+    if (which == 2) {
+      q_norm2[cell] = log_m2;
+      k_norm2[cell] = log_m2;
+    }
+  } else if (which == 0) {
+    q_norm2[cell] = ss;
+  } else if (which == 1) {
+    k_norm2[cell] = ss;
+  }
+  if (which == 2)
     for (uint d = 0; d < D; ++d) {
       v_norm[row + h * D + d] = z[d].x;
       v_norm[row + HD + h * D + d] = z[d].y;

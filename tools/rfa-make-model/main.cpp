@@ -25,7 +25,8 @@ const char* kUsage =
     "                      [--seq-len N] [--seed S] [--dtype f32|f16|bf16] [--set key=value ...]\n"
     "  --set adds or overrides a reference argument in config.json args (value as JSON: true, 0, 1.5).\n"
     "        --set 'attention_variant=\"afa\"' writes AFA layers (docs/variant-afa.md), with afa_mix and\n"
-    "        afa_precision=\"weighted\" adding their tensors.\n";
+    "        afa_precision=\"weighted\" adding their tensors; 'attention_variant=\"rt\"' RT-RFA layers\n"
+    "        (docs/variant-rt.md; the RT block also wants norm=\"rms_norm\" and use_real_input_norm=false).\n";
 
 struct Opts {
   std::string out, arch = "lm", dtype = "f32";
@@ -174,12 +175,38 @@ int main(int argc, char** argv) {
     linear(p + "W_v", E, 2 * C);
     linear(p + "W_o", 2 * C, E);
   };
+  // RT-RFA layers (--set 'attention_variant="rt"', docs/variant-rt.md §13): the RFA bank's
+  // frequencies, decays spread over the heads (raw logits -6..-1), section 4's initial noises
+  // (s2t or sigma2 = 0.1, eta2 = 1, gamma2 = 0.25), tau_th2 = 0.01, nu = D softplus(4) + 2,
+  // beta_s = softplus(1).
+  const bool rt = set_has("attention_variant", "rt");
+  auto rt_attention = [&](const std::string& p) {
+    std::vector<float> omega((size_t)H * half), mu((size_t)H);
+    for (int h = 0; h < H; ++h) {
+      for (int k = 0; k < half; ++k)
+        omega[(size_t)h * half + k] = (float)std::pow(10000.0, -(double)(H * half - 1 - h * half - k) / (H * half));
+      mu[(size_t)h] = H > 1 ? (float)(-6.0 + 5.0 * h / (H - 1)) : -3.f;
+    }
+    t[p + "omega_v"] = filled({H, half}, omega);
+    t[p + "rt_mu_v"] = filled({H}, mu);
+    t[p + "rt_sigma_v"] = filled({H}, std::vector<float>(H, (float)inv_softplus(0.1)));
+    t[p + "rt_eta_v"] = filled({H}, std::vector<float>(H, (float)inv_softplus(1.0)));
+    t[p + "rt_gamma_v"] = filled({H}, std::vector<float>(H, (float)inv_softplus(0.25)));
+    t[p + "rt_tau_th_v"] = filled({H}, std::vector<float>(H, (float)inv_softplus(0.01 - 1e-6)));
+    t[p + "rt_nu_v"] = filled({H}, std::vector<float>(H, 4.f));
+    t[p + "rt_beta_v"] = filled({H}, std::vector<float>(H, 1.f));
+    linear(p + "W_q", E, 2 * C);
+    linear(p + "W_k", E, 2 * C);
+    linear(p + "W_v", E, 2 * C);
+    linear(p + "W_o", 2 * C, E);
+  };
+  const bool rms = set_has("norm", "rms");  // an RMSNorm has no bias
   auto layer_norm = [&](const std::string& name) {
     t[name + ".weight"] = filled({E}, std::vector<float>(E, 1.f));
-    t[name + ".bias"] = filled({E}, std::vector<float>(E, 0.f));
+    if (!rms) t[name + ".bias"] = filled({E}, std::vector<float>(E, 0.f));
   };
   if (o.arch == "attention") {
-    afa ? afa_attention("") : attention("");
+    afa ? afa_attention("") : rt ? rt_attention("") : attention("");
   } else {
     if (o.arch == "lm") {
       t["token_embedding.weight"] = normal({o.vocab, E}, 1.0);
@@ -193,7 +220,7 @@ int main(int argc, char** argv) {
     layer_norm("backbone.final_norm");
     for (int l = 0; l < o.layers; ++l) {
       std::string p = "backbone.blocks." + std::to_string(l) + ".";
-      afa ? afa_attention(p + "attn.") : attention(p + "attn.");
+      afa ? afa_attention(p + "attn.") : rt ? rt_attention(p + "attn.") : attention(p + "attn.");
       layer_norm(p + "norm1");
       layer_norm(p + "norm2");
       linear(p + "ffn.0", E, o.hidden);

@@ -77,9 +77,10 @@ struct HeadParams {
 //  counter-based uniform of (step_seed, step_layer, batch row, position, dim) shared by the heads.
 enum class PhaseSource : uint32_t { omega_t = 0, accumulated_rope = 1, accumulated_random = 2 };
 
-// Which mechanism an attention layer runs: RFA (the paper) or Adaptive Filter Attention, the
-// thesis RFA grew from, in its memory-optimised form (docs/variant-afa.md).
-enum class AttentionVariant : uint32_t { rfa = 0, afa = 1 };
+// Which mechanism an attention layer runs: RFA (the paper), Adaptive Filter Attention, the
+// thesis RFA grew from, in its memory-optimised form (docs/variant-afa.md), or RT-RFA, RFA on the
+// sphere with magnitudes as confidences (docs/variant-rt.md).
+enum class AttentionVariant : uint32_t { rfa = 0, afa = 1, rt = 2 };
 
 // Where an AFA layer's scalar-per-pair score covariance v^C(l) comes from (docs/variant-afa.md §4).
 enum class AfaPrecision : uint32_t {
@@ -101,6 +102,25 @@ struct AfaLayerParams {
   std::vector<double> nu, alpha, weight_bias;                   // [heads]; weight_bias may be empty
 };
 
+// RT-RFA's tangential covariance S(l) and score kernel (docs/variant-rt.md §3.2, §3.3).
+enum class RtCovariance : uint32_t {
+  stationary = 0,  // s2t (1 - E^2) + eta2 E^2 + gamma2
+  ou_rate = 1,     // sigma2 phi(mu, l) + eta2 E^2 + gamma2
+};
+enum class RtKernel : uint32_t {
+  student_t = 0,  // L = log P - kappa log(1 + d2 / nu)
+  gaussian = 1,   // L = log P - d2
+};
+
+// An RT-RFA layer's physical parameters (docs/variant-rt.md §4, §13): per head [heads]; the
+// frequencies are AttentionParams::omega. mu_t = mu, directions normalised per head.
+struct RtLayerParams {
+  RtCovariance covariance = RtCovariance::stationary;
+  RtKernel kernel = RtKernel::student_t;
+  double eps = 1e-6;  // added to every squared magnitude
+  std::vector<double> mu, s2t, sigma2, eta2, gamma2, tau_th2, nu, beta;  // [heads]
+};
+
 // One attention layer in physical form.
 struct AttentionParams {
   AttentionVariant variant = AttentionVariant::rfa;
@@ -108,6 +128,7 @@ struct AttentionParams {
   // (mean mu, summed noises, nu, tau = alpha^2; docs/variant-afa.md §9) for summaries and regimes;
   // of sw only `causal` matters.
   AfaLayerParams afa;
+  RtLayerParams rt;  // variant == rt only (head[] then holds zeros except mu; sw only `causal`)
   int heads = 1;
   int dim = 1;  // D: complex dims per head (queries, keys and values alike)
   AttentionSwitches sw;

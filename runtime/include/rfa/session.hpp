@@ -118,6 +118,9 @@ struct KernelCurves {
 // what a panel can redraw every frame without waiting on the device. AFA layers (docs/variant-afa.md
 // §11): decay = the channel-mean e^{-mu_k lag}, vcov = the score covariance v^C(lag), precision =
 // 1 / (nu v^C), bias = -alpha^2 log(nu v^C + eps), the logit of a key that matches the query.
+// RT-RFA layers (docs/variant-rt.md §10): decay = the magnitude decay e^{-mu lag}, vcov = S(lag),
+// precision = P(lag) between tokens of unit magnitude, bias = beta_s log P (that pair's logit at
+// zero angular distance).
 Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
 
 // One query row watched through asynchronous frames (Session::watch_row).

@@ -233,14 +233,28 @@ Status validate(const ModelConfig& c, const std::string& label) {
   return Status::Ok();
 }
 
-// AFA's keys (docs/variant-afa.md §12) and the RFA features an AFA layer does not have.
-Status parse_afa(Fields& f, bool acc_keys_given, ModelConfig& c, const std::string& label) {
+// The variants' keys (docs/variant-afa.md §12, docs/variant-rt.md §13) and the RFA features their
+// layers do not have.
+Status parse_variant(Fields& f, bool acc_keys_given, ModelConfig& c, const std::string& label) {
   std::string variant, prec;
   if (f.string("attention_variant", variant, true)) {
     if (variant == "rfa") c.variant = AttentionVariant::rfa;
     else if (variant == "afa") c.variant = AttentionVariant::afa;
-    else f.fail("attention_variant", "expected \"rfa\" or \"afa\", found \"" + variant + "\"");
+    else if (variant == "rt") c.variant = AttentionVariant::rt;
+    else f.fail("attention_variant", "expected \"rfa\", \"afa\" or \"rt\", found \"" + variant + "\"");
   }
+  std::string rt_cov, rt_kernel;
+  if (f.string("rt_covariance", rt_cov, true)) {
+    if (rt_cov == "stationary") c.rt_covariance = RtCovariance::stationary;
+    else if (rt_cov == "ou_rate") c.rt_covariance = RtCovariance::ou_rate;
+    else f.fail("rt_covariance", "expected \"stationary\" or \"ou_rate\", found \"" + rt_cov + "\"");
+  }
+  if (f.string("rt_kernel", rt_kernel, true)) {
+    if (rt_kernel == "student_t") c.rt_kernel = RtKernel::student_t;
+    else if (rt_kernel == "gaussian") c.rt_kernel = RtKernel::gaussian;
+    else f.fail("rt_kernel", "expected \"student_t\" or \"gaussian\", found \"" + rt_kernel + "\"");
+  }
+  f.number("rt_eps", c.rt_eps, true);
   if (f.string("afa_precision", prec, true)) {
     if (prec == "channel_sum") c.afa_precision = AfaPrecision::channel_sum;
     else if (prec == "one_channel") c.afa_precision = AfaPrecision::one_channel;
@@ -259,14 +273,19 @@ Status parse_afa(Fields& f, bool acc_keys_given, ModelConfig& c, const std::stri
     return bad("args.afa_eps must be finite and >= 0, found " + std::to_string(c.afa_eps));
   if (!(c.afa_pred_dt >= 0) || !std::isfinite(c.afa_pred_dt))
     return bad("args.afa_pred_dt must be finite and >= 0, found " + std::to_string(c.afa_pred_dt));
-  if (c.variant != AttentionVariant::afa) return Status::Ok();
+  if (!(c.rt_eps >= 0) || !std::isfinite(c.rt_eps))
+    return bad("args.rt_eps must be finite and >= 0, found " + std::to_string(c.rt_eps));
+  if (c.variant == AttentionVariant::rfa) return Status::Ok();
   const ReferenceArgs& a = c.args;
-  if (a.use_complex_input_norm != 0) return bad("args.use_complex_input_norm: AFA layers have no complex norms (use 0)");
-  if (a.use_complex_output_norm) return bad("args.use_complex_output_norm: AFA layers have no complex norms (use false)");
-  if (a.use_inner_residual) return bad("args.use_inner_residual: AFA layers have no confidence gate (use false)");
+  const bool afa = c.variant == AttentionVariant::afa;
+  const std::string who = afa ? "AFA" : "RT-RFA";
+  const std::string doc = afa ? "docs/variant-afa.md §12" : "docs/variant-rt.md §13";
+  if (a.use_complex_input_norm != 0) return bad("args.use_complex_input_norm: " + who + " layers have no complex norms (use 0)");
+  if (a.use_complex_output_norm) return bad("args.use_complex_output_norm: " + who + " layers have no complex norms (use false)");
+  if (a.use_inner_residual) return bad("args.use_inner_residual: " + who + " layers have no confidence gate (use false)");
   if (acc_keys_given && (c.phase_source != PhaseSource::omega_t || !c.stationary_values))
     return bad(std::string(c.phase_source != PhaseSource::omega_t ? "args.phase_source" : "args.stationary_values") +
-               ": AFA layers rotate by omega t with stationary values only (docs/variant-afa.md §12)");
+               ": " + who + " layers rotate by omega t with stationary values only (" + doc + ")");
   return Status::Ok();
 }
 
@@ -339,7 +358,7 @@ Result<ModelConfig> parse_config_json(const json& root, const std::string& label
   if (c.phase_source != PhaseSource::omega_t && !c.args.causal)
     return make_error(Code::model_error, label + ": args.phase_source = accumulated needs a causal layer "
                                                  "(args.causal = true): the prefix runs along the sequence");
-  RFA_TRY(parse_afa(f, it->contains("phase_source") || it->contains("stationary_values"), c, label));
+  RFA_TRY(parse_variant(f, it->contains("phase_source") || it->contains("stationary_values"), c, label));
   if (c.arch == Architecture::lm) {
     std::string tok;
     if (f.string("tokenizer", tok, true)) {

@@ -101,6 +101,10 @@ struct ModelConfig {
   bool afa_mix = false;
   double afa_eps = 1e-5;
   double afa_pred_dt = 1.0;
+  // RT-RFA (docs/variant-rt.md §13): attention_variant "rt".
+  RtCovariance rt_covariance = RtCovariance::stationary;
+  RtKernel rt_kernel = RtKernel::student_t;
+  double rt_eps = 1e-6;
 
   int head_dim() const { return args.d_k_total / args.n_heads; }
 };

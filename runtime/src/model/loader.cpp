@@ -190,6 +190,26 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
     return layer;
   }
 
+  if (cfg.variant == AttentionVariant::rt) {
+    // docs/variant-rt.md §13: the RT-RFA layer's own tensors.
+    physics::RawRtParams raw;
+    const int64_t w = a.use_complex_conj_constraint ? D / 2 : D;
+    const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
+    RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}, omega_zeroed ? Finite::none : Finite::all));
+    RFA_ASSIGN(raw.rt_mu_v, r.f64(p + "rt_mu_v", h));
+    RFA_ASSIGN(raw.rt_sigma_v, r.f64(p + "rt_sigma_v", h));
+    RFA_ASSIGN(raw.rt_eta_v, r.f64(p + "rt_eta_v", h));
+    RFA_ASSIGN(raw.rt_gamma_v, r.f64(p + "rt_gamma_v", h));
+    RFA_ASSIGN(raw.rt_tau_th_v, r.f64(p + "rt_tau_th_v", h));
+    RFA_ASSIGN(raw.rt_nu_v, r.f64(p + "rt_nu_v", h));
+    RFA_ASSIGN(raw.rt_beta_v, r.f64(p + "rt_beta_v", h));
+    for (const char* b : {"t_measure", "abs_idx", "causal_mask"}) r.ignore(p + b);
+    auto params = physics::rt_physical_params(cfg, raw);
+    if (!params) return params.status();
+    layer.params = params.take();
+    return layer;
+  }
+
   physics::RawAttentionParams raw;
   // learn_decay keeps mu_v = logit(mu0), which is -inf for the mu0 = 0 heads: sigmoid(-inf) = 0 is
   // well defined there, so infinities are allowed (NaN is not).

@@ -109,6 +109,82 @@ Result<AttentionParams> afa_physical_params(const ModelConfig& cfg, const RawAfa
   return out;
 }
 
+Result<AttentionParams> rt_physical_params(const ModelConfig& cfg, const RawRtParams& raw) {
+  const ReferenceArgs& a = cfg.args;
+  const int H = a.n_heads, D = cfg.head_dim();
+  const size_t W = (size_t)H * (a.use_complex_conj_constraint ? D / 2 : D);
+  auto need = [&](const std::vector<double>& v, size_t n, const char* what) -> Status {
+    if (v.size() == n) return Status::Ok();
+    return make_error(Code::invalid_argument, std::string("rt_physical_params: ") + what + ": " + std::to_string(n) +
+                                                  " values expected, " + std::to_string(v.size()) + " given");
+  };
+  RFA_TRY(need(raw.omega_v, W, "omega_v"));
+  for (auto [v, name] : {std::pair{&raw.rt_mu_v, "rt_mu_v"}, {&raw.rt_sigma_v, "rt_sigma_v"}, {&raw.rt_eta_v, "rt_eta_v"},
+                         {&raw.rt_gamma_v, "rt_gamma_v"}, {&raw.rt_tau_th_v, "rt_tau_th_v"}, {&raw.rt_nu_v, "rt_nu_v"},
+                         {&raw.rt_beta_v, "rt_beta_v"}})
+    RFA_TRY(need(*v, (size_t)H, name));
+  AttentionParams out;
+  out.variant = AttentionVariant::rt;
+  out.heads = H;
+  out.dim = D;
+  out.head.assign((size_t)H, HeadParams{});
+  out.sw.causal = a.causal;
+  out.sw.cov_floor = 0.0;
+  RtLayerParams& r = out.rt;
+  r.covariance = cfg.rt_covariance;
+  r.kernel = cfg.rt_kernel;
+  r.eps = cfg.rt_eps;
+  const double scale = a.scale_decay_by_time_interval ? a.max_learned_decay / (double)(a.seq_len - 1)
+                                                      : a.max_learned_decay;
+  out.omega.assign((size_t)H * D, 0.0);
+  for (int h = 0; h < H; ++h) {
+    for (int d = 0; d < D; ++d) out.omega[(size_t)h * D + (size_t)d] = omega_of(a, raw.omega_v, D, h, d);
+    const size_t i = (size_t)h;
+    const double noise = a.zero_process_noise ? 0.0 : torch_softplus(raw.rt_sigma_v[i]);
+    r.mu.push_back(scale * torch_sigmoid(raw.rt_mu_v[i]));
+    r.s2t.push_back(cfg.rt_covariance == RtCovariance::stationary ? noise : 0.0);
+    r.sigma2.push_back(cfg.rt_covariance == RtCovariance::ou_rate ? noise : 0.0);
+    r.eta2.push_back(a.zero_key_measurement_noise ? 0.0 : torch_softplus(raw.rt_eta_v[i]));
+    r.gamma2.push_back(torch_softplus(raw.rt_gamma_v[i]));
+    r.tau_th2.push_back(torch_softplus(raw.rt_tau_th_v[i]) + 1e-6);
+    r.nu.push_back(D * torch_softplus(raw.rt_nu_v[i]) + 2.0);
+    r.beta.push_back(torch_softplus(raw.rt_beta_v[i]));
+    // head[]: the noise parameters in RFA's places, for summaries and regimes (docs/variant-rt.md §10).
+    HeadParams& hp = out.head[i];
+    hp.mu = r.mu.back();
+    hp.s2t = r.s2t.back();
+    hp.sigma2 = r.sigma2.back();
+    hp.eta2 = r.eta2.back();
+    hp.gamma2 = r.gamma2.back();
+    hp.nu = r.nu.back();
+    hp.kappa = (hp.nu + D) / D;
+    hp.tau = r.beta.back();
+  }
+  out.sw.covariance = cfg.rt_covariance == RtCovariance::stationary ? Covariance::stationary : Covariance::ou_rate;
+  return out;
+}
+
+RtLagTerms rt_lag_terms(const AttentionParams& p, int h, double lag, double m) {
+  const RtLayerParams& r = p.rt;
+  const size_t i = (size_t)h;
+  const double l = std::fabs(lag), mu = r.mu[i];
+  auto S = [&](double x) {
+    const double one_m_e2 = -std::expm1(-2.0 * mu * x), e2 = std::exp(-2.0 * mu * x);
+    const double proc = r.covariance == RtCovariance::stationary ? r.s2t[i] * one_m_e2
+                                                                 : r.sigma2[i] * (mu > 0 ? one_m_e2 / (2.0 * mu) : x);
+    return proc + r.eta2[i] * e2 + r.gamma2[i];
+  };
+  RtLagTerms t;
+  t.decay = std::exp(-mu * l);
+  t.S = S(l);
+  const double lm2 = std::log(m * m + r.eps), a = S(0.0) > 0 ? S(0.0) / (m * m + r.eps) : 0.0;
+  const double u = std::log(a + r.tau_th2[i]), v = t.S > 0 ? std::log(t.S) - lm2 + 2.0 * mu * l : -INFINITY;
+  const double hi = std::max(u, v);
+  t.log_P = -(hi + std::log1p(std::exp(-std::fabs(u - v))));
+  t.bias = r.beta[i] * t.log_P;
+  return t;
+}
+
 AfaLagTerms afa_lag_terms(const AttentionParams& p, int h, double lag) {
   const AfaLayerParams& f = p.afa;
   const double l = std::fabs(lag);

@@ -48,6 +48,16 @@ struct RawAfaParams {
 // Raw -> physical for an AFA layer (variant afa; head[] holds zeros, sw only `causal`).
 Result<AttentionParams> afa_physical_params(const ModelConfig& cfg, const RawAfaParams& raw);
 
+// The raw per-layer parameters of an RT-RFA layer (docs/variant-rt.md §13), as stored (f64).
+struct RawRtParams {
+  std::vector<double> omega_v;  // [H * D/2] (conjugate pairs) or [H * D]
+  std::vector<double> rt_mu_v, rt_sigma_v, rt_eta_v, rt_gamma_v, rt_tau_th_v, rt_nu_v, rt_beta_v;  // [H]
+};
+
+// Raw -> physical for an RT-RFA layer (variant rt; head[] holds mu, s2t/sigma2, eta2, gamma2, nu
+// for summaries; sw only `causal`).
+Result<AttentionParams> rt_physical_params(const ModelConfig& cfg, const RawRtParams& raw);
+
 // An AFA head's lag-only terms at |lag| (docs/variant-afa.md §4, §11), as the kernel forms them:
 // the channel-mean decay, the score covariance v^C, its precision 1 / (nu v^C) and the logit at
 // zero residual -alpha^2 log(nu v^C + eps).
@@ -55,6 +65,13 @@ struct AfaLagTerms {
   double mean_decay = 0, vC = 0, precision = 0, bias = 0;
 };
 AfaLagTerms afa_lag_terms(const AttentionParams& p, int h, double lag);
+
+// An RT-RFA head's lag-only terms at |lag| between tokens of magnitude m (docs/variant-rt.md §3.2,
+// §10): the magnitude decay, S(lag), log P and beta_s log P.
+struct RtLagTerms {
+  double decay = 0, S = 0, log_P = 0, bias = 0;
+};
+RtLagTerms rt_lag_terms(const AttentionParams& p, int h, double lag, double m = 1.0);
 
 // |mu| below this takes the Brownian (L'Hôpital) branch of ou_rate / colored / hybrid (the
 // reference's epsilon); the colored covariance is clamped from below at kColoredFloor.

@@ -66,6 +66,29 @@ std::string afa_layer_summary(int l, const AttentionParams& p) {
   return s;
 }
 
+// An RT-RFA layer (docs/variant-rt.md): per head the magnitude decay, the noises of S, the angular
+// floor, nu, beta_s, the long-lag slope 2 mu beta_s of the logit's lag penalty and the regime of S.
+std::string rt_layer_summary(int l, const AttentionParams& p) {
+  const RtLayerParams& r = p.rt;
+  std::string s = "layer " + std::to_string(l) + ": RT-RFA (directional RFA on the sphere), covariance " +
+                  (r.covariance == RtCovariance::stationary ? "stationary" : "ou_rate") + ", kernel " +
+                  (r.kernel == RtKernel::student_t ? "student-t" : "gaussian") +
+                  (p.sw.causal ? ", causal" : ", non-causal") + fmt(", eps %.3g", r.eps) + "\n";
+  s += "  head        mu   s2t/sigma2      eta2    gamma2   tau_th2      nu  beta_s  slope 2mu.beta  regime of S\n";
+  for (int h = 0; h < p.heads; ++h) {
+    const size_t i = (size_t)h;
+    const double mu = r.mu[i], noise = r.covariance == RtCovariance::stationary ? r.s2t[i] : r.sigma2[i];
+    const double sv = r.covariance == RtCovariance::stationary ? r.s2t[i] : (mu > 0 ? r.sigma2[i] / (2 * mu) : INFINITY);
+    const char* regime = (r.covariance == RtCovariance::ou_rate && mu == 0) ? "brownian"
+                         : r.eta2[i] - sv > 0                              ? "integrative"
+                                                                            : "diffusive";
+    s += fmt("  %4.0f", h) + fmt(" %9.3g", mu) + fmt("  %11.4g", noise) + fmt(" %9.4g", r.eta2[i]) +
+         fmt(" %9.4g", r.gamma2[i]) + fmt(" %9.4g", r.tau_th2[i]) + fmt(" %7.2f", r.nu[i]) + fmt(" %7.3f", r.beta[i]) +
+         fmt("  %14.4g", 2 * mu * r.beta[i]) + "  " + regime + "\n";
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string model_summary(const Model& m) {
@@ -81,6 +104,10 @@ std::string model_summary(const Model& m) {
     const AttentionSwitches& sw = p.sw;
     if (p.variant == AttentionVariant::afa) {
       s += afa_layer_summary(l, p);
+      continue;
+    }
+    if (p.variant == AttentionVariant::rt) {
+      s += rt_layer_summary(l, p);
       continue;
     }
     s += "layer " + std::to_string(l) + ": covariance " + covariance_name(sw.covariance) + ", bias " +

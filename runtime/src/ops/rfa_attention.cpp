@@ -9,6 +9,7 @@
 
 #include "gpu/pipeline.hpp"
 #include "ops/afa_attention.hpp"
+#include "ops/rt_attention.hpp"
 #include "push_layouts.h"
 #include "rfa_head_table.h"
 
@@ -83,15 +84,17 @@ void split_timestamp(double t, float* hi, float* lo) {
 
 Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const AttentionParams& p) {
   RFA_TRY(check_dims(p));
-  if (p.variant != AttentionVariant::rfa && p.variant != AttentionVariant::afa)
+  if (p.variant != AttentionVariant::rfa && p.variant != AttentionVariant::afa && p.variant != AttentionVariant::rt)
     return make_error(Code::invalid_argument, "rfa attention: unknown attention variant " + std::to_string((uint32_t)p.variant));
-  if (p.variant == AttentionVariant::afa) {
-    RFA_TRY(check_afa_params(p));
-    // AFA's frame is omega t with stationary values and no complex norms (docs/variant-afa.md §12).
+  if (p.variant != AttentionVariant::rfa) {
+    RFA_TRY(p.variant == AttentionVariant::afa ? check_afa_params(p) : check_rt_params(p));
+    // The variants' frame is omega t with stationary values and no complex norms
+    // (docs/variant-afa.md §12, docs/variant-rt.md §13).
     if (p.phase != PhaseSource::omega_t || !p.sw.stationary_values || p.sw.complex_input_norm ||
         p.sw.complex_output_norm || p.sw.gate)
-      return make_error(Code::invalid_argument, "afa attention: an AFA layer takes no accumulated phase, unrotated "
-                                                "values, complex norm or gate");
+      return make_error(Code::invalid_argument, std::string(p.variant == AttentionVariant::afa ? "afa" : "rt") +
+                                                    " attention: the layer takes no accumulated phase, unrotated "
+                                                    "values, complex norm or gate");
   }
   const int H = p.heads, D = p.dim;
   const size_t HD = (size_t)H * D;
@@ -167,6 +170,11 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
     auto f = ctx.upload_new(afa_layer_table(p), "afa layer table");
     if (!f) return f.status();
     out.afa_ = f.take();
+  }
+  if (p.variant == AttentionVariant::rt) {
+    auto f = ctx.upload_new(rt_layer_table(p), "rt layer table");
+    if (!f) return f.status();
+    out.rt_ = f.take();
   }
   return out;
 }
@@ -457,9 +465,12 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   RFA_TRY(check_size(timestamps, (uint64_t)B * cache.capacity * 8, "timestamps"));
   RFA_TRY(check_phase(p, cache));
   if (accumulated(p)) RFA_TRY(record_rfa_phase_scan(ctx, rec, w, cache, AttentionSpan{span.pos0, n_new, *positions}));
-  // constant_id 0: D, 1: IN_NORM, 2: PHASE, 3: ROTATE_V
+  // constant_id 0: D, 1: IN_NORM, 2: PHASE, 3: ROTATE_V, 4: UNIT, 5: MAG_EPS
   gpu::SpecConstants spec;
-  spec.u32(D).flag(p.sw.complex_input_norm).u32((uint32_t)p.phase).flag(p.sw.stationary_values);
+  // RT layers: unit directions and log-magnitudes (docs/variant-rt.md §3.1).
+  const bool rt = p.variant == AttentionVariant::rt;
+  spec.u32(D).flag(p.sw.complex_input_norm).u32((uint32_t)p.phase).flag(p.sw.stationary_values).flag(rt)
+      .f32(rt ? (float)p.rt.eps : 1e-6f);
   auto pipe = ctx.pipelines().get<RotatePush>(cache.kv_f16 ? "rfa_rotate_kv16" : "rfa_rotate", spec);
   if (!pipe) return pipe.status();
   const RotatePush push{B, n_new, cache.capacity, H};
@@ -478,7 +489,7 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
   const AttentionParams& p = w.params();
   if (cache.heads != (uint32_t)p.heads)
     return make_error(Code::invalid_argument, "rfa lag table: cache heads differ from the layer's");
-  if (p.variant == AttentionVariant::afa) return Status::Ok();  // AFA forms every pair's terms (table_lags stays 0)
+  if (p.variant != AttentionVariant::rfa) return Status::Ok();  // AFA and RT form every pair's terms (table_lags stays 0)
   // constant_id 0: COV, 1: BIAS, 2: PREC
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
@@ -510,6 +521,8 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   RFA_TRY(check_phase(p, cache));
   if (p.variant == AttentionVariant::afa)
     return record_afa_fused(ctx, rec, w, cache, timestamps, out, AttentionSpan{span.pos0, n_new, *positions});
+  if (p.variant == AttentionVariant::rt)
+    return record_rt_fused(ctx, rec, w, cache, timestamps, v_norm_scratch, out, AttentionSpan{span.pos0, n_new, *positions});
   const AttentionSwitches& sw = p.sw;
   const AttentionTiling t =
       choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity, sw.gate);

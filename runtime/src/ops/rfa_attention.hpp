@@ -28,10 +28,12 @@ class AttentionWeightsGpu {
   const gpu::Buffer& gain_o() const { return gain_o_; }
   // AFA layers (params().variant == afa): ops/afa_attention.hpp's table; invalid for RFA layers.
   const gpu::Buffer& afa_table() const { return afa_; }
+  // RT-RFA layers (variant rt): ops/rt_attention.hpp's table; invalid otherwise.
+  const gpu::Buffer& rt_table() const { return rt_; }
 
  private:
   AttentionParams params_;
-  gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_, afa_;
+  gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_, afa_, rt_;
 };
 
 // Per-layer caches: rings of `capacity` slots per (batch row, head); absolute position p lives in

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "reference/afa_ref.hpp"
+#include "reference/rt_ref.hpp"
 #include "reference/ops_ref.hpp"
 
 namespace rfa::ref {
@@ -70,6 +71,32 @@ Status afa_attention(const AttentionParams& p, int B, int N, const std::vector<c
   return Status::Ok();
 }
 
+// One RT layer through the RT twin (docs/variant-rt.md): T as the aggregate, the weights as both
+// Ahat and A (no decay on RT's weights), the row statistics.
+Status rt_attention_layer(const AttentionParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
+                          const std::vector<cd>& V, const std::vector<double>& t, AttentionOutputs* o,
+                          const AttentionOptions& opt) {
+  RtOptions ro;
+  ro.want_matrices = opt.want_matrices;
+  ro.key_valid = opt.key_valid;
+  ro.window = opt.window;
+  RtOutputs r;
+  RFA_TRY(rt_attention(rt_twin_params(p), B, N, Q, K, V, t, &r, ro));
+  *o = AttentionOutputs{};
+  o->B = B;
+  o->N = N;
+  o->H = p.heads;
+  o->D = p.dim;
+  o->est = std::move(r.T);
+  o->Ahat = r.A;
+  o->A = std::move(r.A);
+  o->row_max = std::move(r.row_max);
+  o->row_sum = std::move(r.row_sum);
+  o->row_lse = std::move(r.row_lse);
+  o->energy_lse.assign(o->row_lse.size(), -std::numeric_limits<double>::infinity());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, int N, const std::vector<double>& x,
@@ -88,6 +115,7 @@ Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, 
   AttentionOutputs local;
   AttentionOutputs* o = out ? out : &local;
   if (layer.params.variant == AttentionVariant::afa) RFA_TRY(afa_attention(layer.params, B, N, Q, K, V, t, o, opt));
+  else if (layer.params.variant == AttentionVariant::rt) RFA_TRY(rt_attention_layer(layer.params, B, N, Q, K, V, t, o, opt));
   else RFA_TRY(attention(layer.params, B, N, Q, K, V, t, o, opt));
   return linear(layer.wo, pack_complex(o->est, rows, H, D), rows);
 }

@@ -354,6 +354,8 @@ Status rt_attention(const RtParams& p, int B, int N, const std::vector<cd>& Q, c
   if (opt.key_valid && opt.key_valid->size() != (size_t)B * N)
     return bad(who, "options.key_valid holds " + std::to_string(opt.key_valid->size()) + " flags, B*N = " +
                         std::to_string((size_t)B * N));
+  if (opt.window < 0) return bad(who, "options.window is " + std::to_string(opt.window) + ", must be >= 0");
+  if (opt.window > 0 && !p.causal) return bad(who, "options.window needs a causal layer (params.causal is false)");
 
   reset_outputs(out, B, N, H, D, opt.want_matrices);
   RtOutputs& o = *out;
@@ -385,7 +387,7 @@ Status rt_attention(const RtParams& p, int B, int N, const std::vector<cd>& Q, c
       }
       for (int i = 0; i < N; ++i) {
         for (int j = 0; j < N; ++j) {
-          bool ok = !(p.causal && j > i);
+          bool ok = !(p.causal && j > i) && !(opt.window > 0 && i - j >= opt.window);
           if (opt.key_valid && !(*opt.key_valid)[(size_t)b * N + j]) ok = false;
           ks.valid[(size_t)j] = ok;
         }
@@ -591,6 +593,32 @@ std::vector<double> rt_precision_kernel(const RtParams& p, int h, double m, cons
   std::vector<double> out(lags.size());
   for (size_t k = 0; k < lags.size(); ++k) out[k] = rt_log_precision(p, h, m, m, lags[k]);
   return out;
+}
+
+RtParams rt_twin_params(const AttentionParams& p) {
+  const RtLayerParams& r = p.rt;
+  RtParams t;
+  t.heads = p.heads;
+  t.dim = p.dim;
+  t.covariance = r.covariance;
+  t.kernel = r.kernel;
+  t.norm_scope = RtNormScope::per_head;
+  t.causal = p.sw.causal;
+  t.eps_m2 = r.eps;
+  t.head.resize((size_t)p.heads);
+  for (size_t h = 0; h < (size_t)p.heads; ++h) {
+    RtHeadParams& hp = t.head[h];
+    hp.mu = r.mu[h];
+    hp.s2t = r.s2t[h];
+    hp.sigma2 = r.sigma2[h];
+    hp.eta2 = r.eta2[h];
+    hp.gamma2 = r.gamma2[h];
+    hp.tau_th2 = r.tau_th2[h];
+    hp.nu = r.nu[h];
+    hp.beta = r.beta[h];
+    hp.omega.assign(p.omega.begin() + (long)(h * p.dim), p.omega.begin() + (long)((h + 1) * p.dim));
+  }
+  return t;
 }
 
 }  // namespace rfa::ref

@@ -26,23 +26,19 @@
 #include <string>
 #include <vector>
 
+#include "rfa/params.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa::ref {
 
 using cd = std::complex<double>;
 
-// How the tangential covariance S(l) of a transported key is formed (docs/variant-rt.md, section 3.2).
-enum class RtCovariance : uint32_t {
-  stationary = 0,  // s2t (1 - E_t^2) + eta2 E_t^2 + gamma2                (the paper's Algorithm 1)
-  ou_rate = 1,     // sigma2 phi(mu_t, l) + eta2 E_t^2 + gamma2, phi = -expm1(-2 mu_t l) / (2 mu_t), l at mu_t = 0
-};
-
-// The score kernel (section 3.3).
-enum class RtKernel : uint32_t {
-  student_t = 0,  // L = log P - kappa log(1 + d2 / nu), kappa = (nu + D) / D
-  gaussian = 1,   // L = log P - d2
-};
+// How the tangential covariance S(l) of a transported key is formed (section 3.2) and the score
+// kernel (section 3.3): rfa::RtCovariance (stationary: the paper's Algorithm 1; ou_rate: the rate
+// form, phi = -expm1(-2 mu_t l) / (2 mu_t), l at mu_t = 0) and rfa::RtKernel (student_t: L = log P
+// - kappa log(1 + d2 / nu), kappa = (nu + D) / D; gaussian: L = log P - d2).
+using RtCovariance = rfa::RtCovariance;
+using RtKernel = rfa::RtKernel;
 
 // Where directions and magnitudes are taken (section 6, decision 3).
 enum class RtNormScope : uint32_t {
@@ -115,6 +111,7 @@ struct RtOptions {
   // Optional key mask [B][N]: 0 hides key j from every query of sequence b (padding). Combined
   // with the causal mask; a row with no visible key gives zeros.
   const std::vector<uint8_t>* key_valid = nullptr;
+  int window = 0;  // causal only: W > 0 lets query i see keys [i - W + 1, i] (a banded mask); 0: all
 };
 
 struct RtOutputs {
@@ -172,6 +169,10 @@ struct RtBlockWeights {
 };
 Status rt_residual(const RtParams& p, const RtBlockWeights& w, int B, int N, const std::vector<double>& Z,
                    const std::vector<cd>& T, std::vector<double>* Z_plus, std::vector<double>* U_plus);
+
+// A model's RT layer (rfa::AttentionParams with variant rt, docs/variant-rt.md §13) in this twin's
+// form: per-head scope, mu_t unset (= mu).
+RtParams rt_twin_params(const AttentionParams& p);
 
 // Host diagnostics of one head (section 10).
 struct RtHeadSummary {

@@ -52,6 +52,16 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
     }
     return k;
   }
+  if (m.layer(layer).params.variant == AttentionVariant::rt) {
+    for (double lag : lags) {
+      const physics::RtLagTerms t = physics::rt_lag_terms(m.layer(layer).params, head, lag);
+      k.decay.push_back(t.decay);
+      k.vcov.push_back(t.S);
+      k.precision.push_back(std::exp(t.log_P));
+      k.bias.push_back(t.bias);
+    }
+    return k;
+  }
   for (double lag : lags) {
     const physics::LagTerms t = physics::lag_terms(m.layer(layer).params, head, lag);
     k.decay.push_back(t.E);

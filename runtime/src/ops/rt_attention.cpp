@@ -1,0 +1,112 @@
+#include "ops/rt_attention.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "gpu/pipeline.hpp"
+#include "ops/afa_attention.hpp"
+#include "push_layouts.h"
+
+namespace rfa::ops {
+
+using shader::AttentionPush;
+
+Status check_rt_params(const AttentionParams& p) {
+  const RtLayerParams& r = p.rt;
+  const size_t H = (size_t)p.heads;
+  auto bad = [](const std::string& what) { return make_error(Code::invalid_argument, "rt attention: " + what); };
+  const std::pair<const std::vector<double>*, const char*> fields[] = {
+      {&r.mu, "mu"},         {&r.s2t, "s2t"},         {&r.sigma2, "sigma2"}, {&r.eta2, "eta2"},
+      {&r.gamma2, "gamma2"}, {&r.tau_th2, "tau_th2"}, {&r.nu, "nu"},         {&r.beta, "beta"}};
+  for (const auto& [v, name] : fields) {
+    if (v->size() != H)
+      return bad(std::string("params.rt.") + name + " holds " + std::to_string(v->size()) + " values, " +
+                 std::to_string(H) + " expected");
+    for (size_t h = 0; h < H; ++h) {
+      const double x = (*v)[h];
+      // tau_th2, nu and beta_s must be > 0 (tau_th2 bounds P); the others >= 0.
+      const bool positive = v == &r.tau_th2 || v == &r.nu || v == &r.beta;
+      if (!std::isfinite(x) || x < 0 || (positive && x == 0))
+        return bad(std::string("params.rt.") + name + "[" + std::to_string(h) + "] = " + std::to_string(x) +
+                   (positive ? ": must be finite and > 0" : ": must be finite and >= 0"));
+    }
+  }
+  if (!(r.eps >= 0) || !std::isfinite(r.eps)) return bad("params.rt.eps must be finite and >= 0");
+  if (r.covariance != RtCovariance::stationary && r.covariance != RtCovariance::ou_rate)
+    return bad("params.rt.covariance is not a known form");
+  if (r.kernel != RtKernel::student_t && r.kernel != RtKernel::gaussian) return bad("params.rt.kernel is not a known kernel");
+  return Status::Ok();
+}
+
+std::vector<float> rt_layer_table(const AttentionParams& p) {
+  const RtLayerParams& r = p.rt;
+  std::vector<float> t(12 * (size_t)p.heads, 0.f);
+  for (size_t h = 0; h < (size_t)p.heads; ++h) {
+    float* x = &t[12 * h];
+    x[0] = (float)r.mu[h];
+    x[1] = (float)r.s2t[h];
+    x[2] = (float)r.sigma2[h];
+    x[3] = (float)r.eta2[h];
+    x[4] = (float)r.gamma2[h];
+    x[5] = (float)r.tau_th2[h];
+    x[6] = (float)r.nu[h];
+    x[7] = (float)((r.nu[h] + p.dim) / p.dim);
+    x[8] = (float)r.beta[h];
+    x[9] = (float)(r.eta2[h] + r.gamma2[h]);
+  }
+  return t;
+}
+
+uint32_t rt_shared_bytes(const AttentionTiling& t, uint32_t dim) {
+  const uint32_t kv_tile = t.direct_kv ? 1 : t.keys_per_tile * dim;
+  const uint32_t red = t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1;
+  return 2 * kv_tile * 8 + t.keys_per_tile * 12 + t.workgroup * 8 + red * 8;
+}
+
+AttentionTiling choose_rt_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
+                                 uint32_t dim, uint32_t capacity) {
+  AttentionTiling t = choose_afa_tiling(caps, overrides, n_new, dim, capacity);
+  while (t.keys_per_tile > 4 && rt_shared_bytes(t, dim) > caps.max_shared_memory) t.keys_per_tile -= 4;
+  t.shared_bytes = rt_shared_bytes(t, dim);
+  const std::string afa = "AFA kernel";
+  const size_t at = t.why.find(afa);
+  if (at != std::string::npos) t.why.replace(at, afa.size(), "RT-RFA kernel");
+  const std::string tail = ", every pair's per-channel decays from its lag";
+  const size_t k = t.why.find(tail);
+  if (k != std::string::npos) t.why.replace(k, tail.size(), ", log-domain precision from each pair's lag");
+  return t;
+}
+
+Status record_rt_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                       const gpu::Buffer& timestamps, const gpu::Buffer& v_unit, gpu::Buffer& out,
+                       const AttentionSpan& span) {
+  const AttentionParams& p = w.params();
+  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch, n_new = span.n_new;
+  if (n_new == 0) return Status::Ok();
+  if (!span.positions) return make_error(Code::invalid_argument, "rt attention: the span needs its positions buffer");
+  const uint64_t bytes = (uint64_t)B * n_new * 2 * H * D * 4;
+  for (const auto& [b, name] : {std::pair<const gpu::Buffer*, const char*>{&out, "out"}, {&v_unit, "v_unit"}})
+    if (!b->valid() || b->size < bytes)
+      return make_error(Code::invalid_argument, std::string("rt attention: buffer '") + name + "' holds " +
+                                                    std::to_string(b->size) + " bytes, " + std::to_string(bytes) +
+                                                    " needed");
+  const AttentionTiling t = choose_rt_tiling(ctx.caps(), ctx.kernels(), n_new, D, cache.capacity);
+  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: CAUSAL, 6: COV, 7: KERNEL, 8: DIRECT_KV, 9: KV_TILE,
+  // 10: DC, 11: RED
+  gpu::SpecConstants spec;
+  spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D)
+      .flag(p.sw.causal).u32((uint32_t)p.rt.covariance).u32((uint32_t)p.rt.kernel).flag(t.direct_kv)
+      .u32(t.direct_kv ? 1 : t.keys_per_tile * D).u32(t.merge_chunk)
+      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1);
+  auto pipe = ctx.pipelines().get<AttentionPush>(cache.kv_f16 ? "rt_attention_kv16" : "rt_attention", spec);
+  if (!pipe) return pipe.status();
+  const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};
+  rec.dispatch(**pipe,
+               {gpu::in(w.rt_table()), gpu::in(w.omega()), gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k),
+                gpu::in(cache.v), gpu::in(cache.q_norm2), gpu::in(cache.k_norm2), gpu::in(v_unit), gpu::out(out),
+                gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::in(*span.positions)},
+               &push, t.groups_x, H, B, "rt_attention");
+  return Status::Ok();
+}
+
+}  // namespace rfa::ops

@@ -1,0 +1,211 @@
+// The fused RT-RFA kernel: directional Robust Filter Attention on the sphere (docs/variant-rt.md
+// §3), over the caches the rotate pass fills in its UNIT mode: unit directions Q~, K~, V~ rotated
+// by e^{-i omega t}, log(m^2 + eps) per token (m = |V| before normalisation) in q_norm2/k_norm2,
+// and the unit value unrotated in v_norm. Included by rt_attention.comp and rt_attention_kv16.comp.
+//
+// Per pair (i, j), from the lag l = |t_i - t_j| formed from double-float times:
+//   c      = Re(Q~_i^H K~_j),  R2 = 2 - 2c                       (unit vectors: |qh - rotated kh|^2)
+//   S(l)   = s2t (1 - E^2) + eta2 E^2 + gamma2  |  sigma2 phi + eta2 E^2 + gamma2,  E = e^{-mu l}
+//   log P  = -logaddexp(log(a_i + tau_th2), log S(l) - log(m_j^2 + eps) + 2 mu l),  a_i = S(0) / (m_i^2 + eps)
+//   L      = log P - kappa log(1 + P R2 / nu)  |  log P - P R2;   logit = beta_s L
+//   acc   += exp(logit - m) V~_j                                  (no decay on weights or values)
+// The precision stays in the log domain: the literal S e^{2 mu l} overflows float at mu l ~ 44,
+// the log form is finite at every lag (§3.2, §5).
+// Epilogue: ubar = counter-rotated acc / l; the output is the tangent update
+// T = ubar - Re(vh_i^H ubar) / |vh_i|^2 vh_i (§3.4), vh_i from v_norm (fp32 whatever the cache).
+//
+// Threads, tiles and the merge of a row's split keys are the AFA kernel's
+// (common/afa_attention_body.glsl): BQ rows x S threads, shared key tiles or the cache directly.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "kv_storage.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 0) const uint WG = 64;  // BQ * S
+layout(constant_id = 1) const uint BQ = 64;  // query rows per workgroup
+layout(constant_id = 2) const uint S = 1;    // threads per query row
+layout(constant_id = 3) const uint BK = 32;  // keys per shared-memory tile
+layout(constant_id = 4) const uint D = 32;   // complex dims per head
+layout(constant_id = 5) const bool CAUSAL = true;
+layout(constant_id = 6) const uint COV = 0;     // rfa::RtCovariance: 0 stationary, 1 ou_rate
+layout(constant_id = 7) const uint KERNEL = 0;  // rfa::RtKernel: 0 Student-t, 1 Gaussian
+layout(constant_id = 8) const bool DIRECT_KV = false;
+layout(constant_id = 9) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
+layout(constant_id = 10) const uint DC = 8;      // complex components merged per round (S > 1)
+layout(constant_id = 11) const uint RED = 1;     // WG * DC when S > 1, else 1
+
+#define NEG_INF uintBitsToFloat(0xff800000u)
+
+// The layer's table (ops/rt_attention.cpp), three vec4 per head: (mu, s2t, sigma2, eta2),
+// (gamma2, tau_th2, nu, kappa), (beta_s, S(0), 0, 0).
+layout(std430, binding = 0) readonly buffer Ab { vec4 rt[]; };
+layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };  // (hi, lo) [H*D]
+layout(std430, binding = 2) readonly buffer Tb { vec2 ts[]; };     // (hi, lo) [B, capacity]
+layout(std430, binding = 3) readonly buffer Qb { vec2 Qc[]; };
+layout(std430, binding = 4) readonly buffer Kb { KV_T Kc[]; };
+layout(std430, binding = 5) readonly buffer Vb { KV_T Vc[]; };
+layout(std430, binding = 6) readonly buffer QNb { float q_lm2[]; };  // log(m^2 + eps) [B, H, capacity]
+layout(std430, binding = 7) readonly buffer KNb { float k_lm2[]; };  // the same values
+layout(std430, binding = 8) readonly buffer VNb { float v_unit[]; }; // unit V, unrotated, [B*n_new, 2*H*D]
+layout(std430, binding = 9) writeonly buffer Ob { float attn_out[]; };
+layout(std430, binding = 10) writeonly buffer Mb { float row_max[]; };
+layout(std430, binding = 11) writeonly buffer Lb { float row_sum[]; };
+layout(std430, binding = 12) readonly buffer Pb { uint pos0; uint kv_len; } span;
+
+#include "push_layouts.h"
+layout(push_constant) uniform Push { AttentionPush pc; };
+
+#include "rfa_cache_ring.glsl"
+#include "rfa_phase.glsl"
+
+shared vec2 sk[KV_TILE];
+shared vec2 sv[KV_TILE];
+shared vec2 st[BK];
+shared float slm[BK];
+shared float sm[WG];
+shared float sl[WG];
+shared vec2 sred[RED];
+
+// 1 - e^{-x} for x >= 0, accurate where it cancels (a series below 0.1: relative error < 2e-8).
+float one_minus_exp(float x) {
+  if (x < 0.1) return x * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0 - x * (1.0 / 120.0)))));
+  return 1.0 - exp(-x);
+}
+
+// The tangential covariance S(l) of the head (mu_t = mu).
+float rt_cov(vec4 a, vec4 b, float l) {
+  const float x = 2.0 * a.x * l, e2 = exp(-x);
+  const float proc = COV == 0 ? a.y * one_minus_exp(x)
+                              : a.z * (a.x > 0.0 ? one_minus_exp(x) / (2.0 * a.x) : l);
+  return proc + a.w * e2 + b.x;
+}
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint rloc = tid / S, sidx = tid % S;
+  const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint q0 = gl_WorkGroupID.x * BQ;
+  const uint qi = q0 + rloc;
+  const bool row_live = qi < pc.n_new;
+  const uint pos0 = span.pos0, kv_len = span.kv_len;
+  const uint i = pos0 + qi;
+  const uint base = (b * pc.heads + h) * pc.capacity;
+  const uint icell = base + slot_of(i);
+  const uint tbase = b * pc.capacity;
+  const uint HD = pc.heads * D;
+  const vec4 ha = rt[3 * h], hb = rt[3 * h + 1], hc = rt[3 * h + 2];
+
+  const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
+  vec2 q[D];
+  [[unroll]] for (uint k = 0; k < D; ++k) q[k] = row_live ? Qc[icell * D + k] : vec2(0.0);
+  // The query's angular variance a_i = S(0) / (m_i^2 + eps), and log(a_i + tau_th2).
+  const float a_i = hc.y > 0.0 ? hc.y * exp(-(row_live ? q_lm2[icell] : 0.0)) : 0.0;
+  const float log_q = log(a_i + hb.y);
+  float m = NEG_INF, l = 0.0;
+  vec2 acc[D];
+  [[unroll]] for (uint k = 0; k < D; ++k) acc[k] = vec2(0.0);
+
+  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
+  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
+  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;
+  const uint row_first = CAUSAL ? first_key(i) : 0;
+
+  for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
+    const uint nk = min(BK, kv_end - j0);
+    if (!DIRECT_KV) {
+      for (uint e = tid; e < nk * D; e += WG) {
+        const uint ks = slot_of(j0 + e / D);
+        sk[e] = KV_LOAD(Kc[(base + ks) * D + e % D]);
+        sv[e] = KV_LOAD(Vc[(base + ks) * D + e % D]);
+      }
+      for (uint e = tid; e < nk; e += WG) {
+        const uint ks = slot_of(j0 + e);
+        st[e] = ts[tbase + ks];
+        slm[e] = k_lm2[base + ks];
+      }
+      barrier();
+    }
+    if (row_live) {
+      const uint jend = CAUSAL ? (i + 1 > j0 ? min(nk, i + 1 - j0) : 0) : nk;
+      const uint jbeg = row_first > j0 ? row_first - j0 : 0;
+      for (uint jj = jbeg + sidx; jj < jend; jj += S) {
+        const uint ks = slot_of(j0 + jj);
+        const vec2 tj = DIRECT_KV ? ts[tbase + ks] : st[jj];
+        const float lm_j = DIRECT_KV ? k_lm2[base + ks] : slm[jj];
+        const float lag = abs((ti.x - tj.x) + (ti.y - tj.y));
+        float c = 0.0;
+        [[unroll]] for (uint k = 0; k < D; ++k)
+          c += dot(q[k], DIRECT_KV ? KV_LOAD(Kc[(base + ks) * D + k]) : sk[jj * D + k]);
+        const float R2 = max(2.0 - 2.0 * c, 0.0);
+        const float Sl = rt_cov(ha, hb, lag);
+        // log of the key's angular variance; -inf without noise (then log P = -log(a_i + tau_th2)).
+        const float log_k = Sl > 0.0 ? log(Sl) - lm_j + 2.0 * ha.x * lag : NEG_INF;
+        const float hi = max(log_q, log_k);
+        const float log_p = -(hi + log(1.0 + exp(-abs(log_q - log_k))));
+        if (!(log_p > NEG_INF)) continue;  // a zero-magnitude key carries no direction: weight 0
+        const float d2 = exp(log_p) * R2;
+        const float L = KERNEL == 0 ? log_p - hb.w * log(1.0 + d2 / hb.z) : log_p - d2;
+        const float logit = hc.x * L;
+        if (logit > m) {
+          const float sc = exp(m - logit);  // 0 on the row's first key (m = -inf)
+          l *= sc;
+          [[unroll]] for (uint k = 0; k < D; ++k) acc[k] *= sc;
+          m = logit;
+        }
+        const float p = exp(logit - m);
+        l += p;
+        [[unroll]] for (uint k = 0; k < D; ++k)
+          acc[k] += p * (DIRECT_KV ? KV_LOAD(Vc[(base + ks) * D + k]) : sv[jj * D + k]);
+      }
+    }
+    if (!DIRECT_KV) barrier();
+  }
+
+  // Merge the S partial states of each row (decode steps split a row's keys).
+  if (S > 1) {
+    sm[tid] = m;
+    barrier();
+    float mrow = NEG_INF;
+    for (uint s = 0; s < S; ++s) mrow = max(mrow, sm[rloc * S + s]);
+    const float f = m == NEG_INF ? 0.0 : exp(m - mrow);
+    sl[tid] = l * f;
+    barrier();
+    float lrow = 0.0;
+    for (uint s = 0; s < S; ++s) lrow += sl[rloc * S + s];
+    [[unroll]] for (uint c0 = 0; c0 < D; c0 += DC) {
+      [[unroll]] for (uint c = 0; c < DC; ++c) sred[tid * DC + c] = acc[c0 + c] * f;
+      barrier();
+      if (sidx == 0)
+        [[unroll]] for (uint c = 0; c < DC; ++c) {
+          vec2 sum = vec2(0.0);
+          for (uint s = 0; s < S; ++s) sum += sred[(rloc * S + s) * DC + c];
+          acc[c0 + c] = sum;
+        }
+      barrier();
+    }
+    m = mrow;
+    l = lrow;
+  }
+  if (!row_live || sidx != 0) return;
+
+  // Epilogue: the consensus ubar (counter-rotated), then its tangent part at the token's own value.
+  const bool has_keys = l > 0.0;
+  const float inv_l = has_keys ? 1.0 / l : 0.0;
+  const uint orow = (b * pc.n_new + qi) * 2 * HD;
+  float proj = 0.0, vv = 0.0;
+  for (uint k = 0; k < D; ++k) {
+    acc[k] = rfa_cmul(acc[k] * inv_l, rfa_cis(rfa_angle(omega[h * D + k], ti)));
+    const vec2 vh = vec2(v_unit[orow + h * D + k], v_unit[orow + HD + h * D + k]);
+    proj += dot(vh, acc[k]);
+    vv += dot(vh, vh);
+  }
+  const float coef = vv > 0.0 ? proj / vv : 0.0;
+  for (uint k = 0; k < D; ++k) {
+    const vec2 vh = vec2(v_unit[orow + h * D + k], v_unit[orow + HD + h * D + k]);
+    const vec2 T = acc[k] - coef * vh;
+    attn_out[orow + h * D + k] = T.x;
+    attn_out[orow + HD + h * D + k] = T.y;
+  }
+  row_max[icell] = has_keys ? m : NEG_INF;
+  row_sum[icell] = l;
+}
