@@ -7,7 +7,8 @@
 // invocation walks `count` positions from `first` (the host splits long calls: CPU drivers cap an
 // invocation's loop iterations). Steps: rope phi = omega; random phi = 2 omega u with u the exact
 // 32-bit counter-based draw of docs/variant-acc.md (MurmurHash3 of (layer, row, position, dim)
-// seeded by the seed, top 24 bits), shared by the heads.
+// seeded by the seed, top 24 bits), shared by the heads; learned phi = Phi[token][dim], the layer's
+// table looked up by the call's token ids (shared by the heads too).
 #extension GL_GOOGLE_include_directive : require
 #include "rfa_phase.glsl"
 
@@ -17,6 +18,8 @@ layout(constant_id = 0) const uint D = 32;
 layout(std430, binding = 0) readonly buffer Wb { vec2 omega[]; };  // (hi, lo) [H*D]
 layout(std430, binding = 1) buffer THb { vec2 theta[]; };          // (hi, lo) [B, capacity, H*D]
 layout(std430, binding = 2) readonly buffer Pb { uint pos0; uint kv_len; } span;
+layout(std430, binding = 3) readonly buffer Ib { uint ids[]; };     // [B, n_new] (kind 3)
+layout(std430, binding = 4) readonly buffer Sb { vec2 steps[]; };  // (hi, lo) [vocab, D] (kind 3)
 
 #include "push_layouts.h"
 layout(push_constant) uniform Push { PhaseScanPush pc; };
@@ -78,7 +81,10 @@ void main() {
   for (uint k = 0; k < n; ++k) {
     const uint p = start + k;
     vec2 phi = w;
-    if (pc.kind == 2u) {
+    if (pc.kind == 3u) {
+      // The host checked the ids against the vocabulary; min() only keeps a bad one in bounds.
+      phi = steps[min(ids[b * pc.n_new + pc.first + k], pc.vocab - 1u) * D + d];
+    } else if (pc.kind == 2u) {
       const float u = float(step_hash(pc.seed, pc.layer, b, p, d) >> 8) * (1.0 / 16777216.0);  // exact
       float hi, lo;
       rfa_two_prod(u, w.x, hi, lo);

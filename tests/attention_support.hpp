@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstring>
 #include <initializer_list>
 #include <random>
 #include <string>
@@ -126,6 +127,7 @@ struct Inputs {
   int B = 1, N = 1;
   std::vector<float> q, k, v;  // [B*N, 2*H*D] half-split
   std::vector<double> t;       // [B*N], empty: 0..N-1
+  std::vector<int32_t> ids;    // [B*N] token ids, for learned accumulated steps (else empty)
 };
 
 inline Inputs make_inputs(const AttentionParams& p, int B, int N, uint32_t seed, int times /*0 uniform, 1 irregular, 2 ~1e6*/) {
@@ -215,9 +217,24 @@ struct Fixture {
       const int n = std::min(chunk, in.N - i0);
       gpu::Buffer q = up(rows(in.q, i0, n)), k = up(rows(in.k, i0, n)), v = up(rows(in.v, i0, n));
       gpu::Buffer vn = up(std::vector<float>((size_t)in.B * n * W)), o = up(std::vector<float>((size_t)in.B * n * W));
+      gpu::Buffer ids;  // this call's token ids [B, n] (learned accumulated steps)
+      if (!in.ids.empty()) {
+        std::vector<float> part;  // uint32 ids carried bit for bit in a float buffer
+        for (int b = 0; b < in.B; ++b)
+          for (int i = i0; i < i0 + n; ++i) {
+            const uint32_t id = (uint32_t)in.ids[(size_t)b * in.N + i];
+            float f;
+            std::memcpy(&f, &id, 4);
+            part.push_back(f);
+          }
+        auto r = g.upload_new(part, "test ids");
+        REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+        ids = r.take();
+      }
       gpu::Recorder rec(g);
       REQUIRE(rec.begin().ok());
-      Status s = ops::record_rfa_attention(g, rec, w, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
+      Status s = ops::record_rfa_attention(g, rec, w, cache, ts, q, k, v, vn, o,
+                                           ops::AttentionSpan{(uint32_t)i0, (uint32_t)n, nullptr, ids.valid() ? &ids : nullptr});
       REQUIRE_MESSAGE(s.ok(), s.to_string());
       s = rec.submit_and_wait();
       REQUIRE_MESSAGE(s.ok(), s.to_string());
@@ -250,6 +267,7 @@ inline ref::AttentionOutputs twin(const AttentionParams& p, const Inputs& in, bo
   ref::AttentionOutputs o;
   ref::AttentionOptions opt;
   opt.want_matrices = matrices;
+  opt.tokens = in.ids.empty() ? nullptr : &in.ids;
   Status s = ref::attention(p, in.B, in.N, Q, K, V, in.t, &o, opt);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
   return o;

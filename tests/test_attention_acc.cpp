@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -207,4 +208,51 @@ TEST_CASE("an accumulated phase needs the cache's phase ring") {
   const Status s = ops::record_rfa_phase_scan(g, rec, w, cache, ops::AttentionSpan{0, 4, nullptr});
   CHECK(!s.ok());
   CHECK(s.message().find("phase ring") != std::string::npos);
+}
+
+TEST_CASE("learned accumulated steps: the token ids' angles on the GPU equal the RFA twin's") {
+  // docs/variant-acc.md: phi_i = Phi[token_i] (a [vocab][D] table shared by the heads), with every
+  // RFA switch (M2.7 with the gate) and the pure-rotation limit against the ACC twin's prefix.
+  for (const char* name : {"M2.7", "M2.6"}) {
+    CAPTURE(name);
+    AttentionParams p = model(name, 3, 8, 19);
+    p.phase = PhaseSource::accumulated_learned;
+    p.step_vocab = 11;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<double> u(-3.0, 3.0);
+    for (int k = 0; k < 11 * 8; ++k) p.step_table.push_back(u(rng));
+    Inputs in = make_inputs(p, 2, 75, 8, 1);
+    for (int i = 0; i < 2 * 75; ++i) in.ids.push_back((int32_t)(rng() % 11));
+    const ref::AttentionOutputs r = twin(p, in);
+    for (const AttentionPath& ap : {AttentionPath{}, path(0, 1, -1, true), tile_path(1, false)}) {
+      CAPTURE(describe(ap));
+      for (int chunk : {75, 1, 13}) {
+        Fixture f(p, in, 0, ap);
+        CHECK_CLOSE_VEC(f.run(chunk).out, ref::pack_complex(r.est, 150, 3, 8), ap.kv_f16 ? kTolF16 : kTol,
+                        ap.kv_f16 ? kTolF16 : kTol);
+      }
+    }
+    // The steps follow the ids: other ids give other outputs (the test can tell).
+    Inputs other = in;
+    for (int32_t& id : other.ids) id = (id + 1) % 11;
+    Fixture f(p, other);
+    const GpuRun g = f.run(75);
+    double diff = 0;
+    const auto want = ref::pack_complex(r.est, 150, 3, 8);
+    for (size_t i = 0; i < g.out.size(); ++i) diff = std::max(diff, std::fabs(g.out[i] - want[i]));
+    CHECK(diff > 1e-2);
+  }
+  // Without the ids the op refuses, naming them.
+  AttentionParams p = model("M2", 1, 4, 3);
+  p.phase = PhaseSource::accumulated_learned;
+  p.step_vocab = 2;
+  p.step_table.assign(8, 0.5);
+  Inputs in = make_inputs(p, 1, 4, 1, 0);
+  Fixture f(p, in);
+  gpu::Buffer q = f.up(in.q), k = f.up(in.k), v = f.up(in.v), vn = f.up(in.v), o = f.up(in.v);
+  gpu::Recorder rec(f.g);
+  REQUIRE(rec.begin().ok());
+  const Status s = ops::record_rfa_attention(f.g, rec, f.w, f.cache, f.ts, q, k, v, vn, o, 0, 4);
+  CHECK_FALSE(s.ok());
+  CHECK(s.message().find("token ids") != std::string::npos);
 }

@@ -289,7 +289,10 @@ TEST_CASE("the ACC keys: phase source, step seed, stationary values") {
   CHECK(!c.stationary_values);
   CHECK(expect_ok(cfg("lm", R"("phase_source": "accumulated_rope")")).phase_source == PhaseSource::accumulated_rope);
   CHECK(expect_ok(cfg("lm", R"("phase_source": null)")).phase_source == PhaseSource::omega_t);
-  expect_error(cfg("lm", R"("phase_source": "accumulated_learned")"), {"phase_source", "accumulated_learned"});
+  CHECK(expect_ok(cfg("lm", R"("phase_source": "accumulated_learned")")).phase_source == PhaseSource::accumulated_learned);
+  expect_error(cfg("signal", R"("num_blocks": 1, "d_in": 2, "phase_source": "accumulated_learned")"),
+               {"phase_source", "lm", "token id"});
+  expect_error(cfg("lm", R"("phase_source": "accumulated_sum")"), {"phase_source", "accumulated_sum"});
   expect_error(cfg("lm", R"("phase_source": 1)"), {"phase_source", "string"});
   expect_error(cfg("lm", R"("step_seed": -1)"), {"step_seed"});
   expect_error(cfg("lm", R"("stationary_values": "no")"), {"stationary_values"});

@@ -100,6 +100,7 @@ void attention_tensors(Tensors& t, Gen& g, const std::string& p, const ModelConf
   linear(t, g, p + "W_k", de, 2 * a.d_k_total);
   linear(t, g, p + "W_v", de, 2 * a.d_v_total);
   linear(t, g, p + "W_o", 2 * a.d_v_total, de);
+  if (c.phase_source == PhaseSource::accumulated_learned) put_random(t, g, p + "acc_phi", {a.vocab_size, D}, -3, 3);
   if (c.variant == AttentionVariant::afa) return afa_tensors(t, g, p, c);
   if (c.variant == AttentionVariant::rt) {  // docs/variant-rt.md §13
     put_random(t, g, p + "omega_v", {H, a.use_complex_conj_constraint ? D / 2 : D}, 0, 1);
@@ -775,6 +776,26 @@ TEST_CASE("AFA layers: the tensors of docs/variant-afa.md §12 and their physica
   write_folder(dir, "lm", args, wrong);
   s = load_err(dir);
   CHECK(contains(s.message(), "afa_mu_v"));
+}
+
+TEST_CASE("learned accumulated steps: each layer's acc_phi table") {
+  const json args = small_args({{"phase_source", "accumulated_learned"}});
+  const ModelConfig c = parse_or_fail("lm", args);
+  Tensors t = reference_tensors(c, 12);
+  const fs::path dir = scratch("acc_learned");
+  write_folder(dir, "lm", args, t);
+  const Model m = load_ok(dir);
+  for (int l = 0; l < 2; ++l) {
+    const AttentionParams& p = m.blocks[(size_t)l].attn.params;
+    CHECK(p.phase == PhaseSource::accumulated_learned);
+    REQUIRE(p.step_table.size() == (size_t)50 * 4);
+    CHECK(p.step_vocab == 50);
+    const std::string name = "backbone.blocks." + std::to_string(l) + ".attn.acc_phi";
+    for (size_t k = 0; k < p.step_table.size(); ++k) CHECK(p.step_table[k] == (double)t.at(name).data[k]);
+  }
+  t.erase("backbone.blocks.1.attn.acc_phi");
+  write_folder(dir, "lm", args, t);
+  CHECK(contains(load_err(dir).message(), "backbone.blocks.1.attn.acc_phi"));
 }
 
 TEST_CASE("RT-RFA layers: the tensors of docs/variant-rt.md §13 and their physical values") {

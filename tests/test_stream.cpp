@@ -161,6 +161,26 @@ TEST_CASE("accumulated phases stream through the window ring like the twin") {
   }
 }
 
+TEST_CASE("learned accumulated steps stream with the token ids, as the twin") {
+  // The session hands each call's token ids to the phase scan; steps, windows and pieces as above.
+  Model m = *model(Architecture::lm, 75);
+  std::mt19937 rng(76);
+  std::uniform_real_distribution<double> u(-2.0, 2.0);
+  for (size_t l = 0; l < m.blocks.size(); ++l) {
+    AttentionParams& p = m.blocks[l].attn.params;
+    p.phase = l == 0 ? PhaseSource::accumulated_learned : PhaseSource::accumulated_random;
+    p.step_layer = (uint32_t)l;
+    p.step_vocab = m.vocab;
+    p.step_table.clear();
+    if (l == 0)
+      for (int k = 0; k < m.vocab * p.dim; ++k) p.step_table.push_back(u(rng));
+  }
+  auto mp = std::make_shared<const Model>(m);
+  const Stream s = make_stream(*mp, 2, 45, 77);
+  CHECK_CLOSE_VEC(run_windowed(mp, s, 8, {1, 6, 3}), twin(*mp, s, 8), 2e-4, 2e-4);
+  CHECK_CLOSE_VEC(run_windowed(mp, s, 100, {45}), twin(*mp, s, 0), 2e-4, 2e-4);
+}
+
 TEST_CASE("AFA layers stream through the window ring like the AFA twin") {
   // docs/variant-afa.md: every layer an AFA layer (each with other switches), one call per
   // position and mixed pieces, past the ring's wrap, against the model twin with the banded mask.

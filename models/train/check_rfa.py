@@ -8,14 +8,29 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rfa_torch import make_args, MultiheadIsotropicRFA  # noqa: E402
+from rfa_torch import make_args, MultiheadIsotropicRFA, LanguageModel  # noqa: E402
 
 
 def softplus(x):
     return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20))))
 
 
-def naive(m, x, t=None, t_shift=None, causal=True):
+def naive_learned_theta(table, ids):
+    """ACC learned steps by hand (docs/variant-acc.md A1, A2): theta[b, s, d] = wrap(theta[b, s-1, d] +
+    table[ids[b, s], d]), theta[b, -1] = 0, wrapped after every addition as the C++ twin does."""
+    B, N = ids.shape
+    theta = np.zeros((B, N, table.shape[1]))
+    for b in range(B):
+        for d in range(table.shape[1]):
+            run = 0.0
+            for s in range(N):
+                run = math.remainder(run + table[ids[b, s], d], 2 * math.pi)
+                theta[b, s, d] = run
+    return theta
+
+
+def naive(m, x, t=None, t_shift=None, causal=True, theta=None):
+    """theta: accumulated phases [B, N, D] shared by the heads (ACC), or None for omega t."""
     a = m.args
     sd = {k: v.detach().double().numpy() for k, v in m.state_dict().items()}
     B, N, _ = x.shape
@@ -54,8 +69,10 @@ def naive(m, x, t=None, t_shift=None, causal=True):
             Q = np.array([[cplx(q[b, i], h, d) for d in range(D)] for i in range(N)])
             K = np.array([[cplx(k[b, i], h, d) for d in range(D)] for i in range(N)])
             V = np.array([[cplx(v[b, i], h, d) for d in range(D)] for i in range(N)])
-            rot = np.exp(-1j * np.outer(tt, om[h]))
-            Qt, Kt, Vt = Q * rot, K * rot, V * rot
+            ang = np.outer(tt, om[h]) if theta is None else theta[b]   # [N, D]
+            rot = np.exp(-1j * ang)
+            stat = theta is None or a.stationary_values
+            Qt, Kt, Vt = Q * rot, K * rot, (V * rot if stat else V)
             for i in range(N):
                 logit = np.full(N, -np.inf)
                 Es = np.zeros(N)
@@ -85,9 +102,9 @@ def naive(m, x, t=None, t_shift=None, causal=True):
                 w = np.exp(logit - logit.max())
                 w /= w.sum()
                 est = (w * Es) @ Vt
-                if a.rotate_values:
-                    est = est * np.exp(1j * om[h] * tt[i])
-                if sh is not None:
+                if a.rotate_values and stat:
+                    est = est * np.exp(1j * ang[i])
+                if sh is not None and theta is None:   # the lag-shift rotation belongs to the omega t clock
                     est = est * np.exp(1j * om[h] * sh[h])
                 for d in range(D):
                     out[b, i, h * D + d] = est[d].real
@@ -118,6 +135,78 @@ def run(name, t_irregular=False, t_shift=None, **kw):
     assert err < 1e-12, name
 
 
+def run_learned(name, **kw):
+    """ACC learned steps against the naive loop: a random table, random ids (repeats included)."""
+    torch.manual_seed(1)
+    V = 11
+    args = make_args(kw.pop("model", "M2"), n_heads=2, d_e=6, d_k_total=8, d_v_total=8, seq_len=16, vocab_size=V,
+                     phase_source="accumulated_learned", **kw)
+    m = MultiheadIsotropicRFA(args).double()
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            p.add_((0.1 if n.startswith("W_") else 0.3) * torch.randn_like(p))
+        m.acc_phi.copy_(4.0 * torch.rand(V, m.d_k_head, dtype=torch.float64) - 2.0)  # steps up to 2 rad
+        if "mu_v" in dict(m.named_buffers()):
+            m.mu_v.copy_(torch.tensor([0.0, 0.07], dtype=torch.float64))
+    B, N = 2, 23
+    x = torch.randn(B, N, 6, dtype=torch.float64)
+    ids = torch.randint(0, V, (B, N))
+    y, _ = m(x, ids=ids)
+    theta = naive_learned_theta(m.acc_phi.detach().numpy(), ids.numpy())
+    ref = naive(m, x.numpy(), theta=theta)
+    err = np.abs(y.detach().numpy() - ref).max() / np.abs(ref).max()
+    print("%-40s rel.err %.2e" % (name, err))
+    assert err < 1e-12, name
+    y2, _ = m(x, ids=(ids + 1) % V)   # other ids, other outputs
+    assert (y2 - y).abs().max() > 1e-3, name
+    y.sum().backward()                # the table learns
+    assert m.acc_phi.grad is not None and m.acc_phi.grad.abs().max() > 0, name
+    try:
+        m(x)
+    except ValueError as e:
+        assert "ids" in str(e)
+    else:
+        raise AssertionError(name + ": a learned-steps layer without ids must raise")
+
+
+def run_learned_is_rope():
+    """A table whose every row is omega (head 0's bank, every head sharing it) equals accumulated_rope;
+    this is the table decision 5 initialises, checked on a layer and through a LanguageModel."""
+    torch.manual_seed(2)
+    V = 13
+    common = dict(n_heads=3, d_e=6, d_k_total=12, d_v_total=12, seq_len=16, vocab_size=V, num_blocks=2,
+                  hidden_dim=10)
+    la = make_args("M2", phase_source="accumulated_learned", **common)
+    ra = make_args("M2", phase_source="accumulated_rope", **common)
+    lm_l = LanguageModel(la).double()
+    torch.manual_seed(2)
+    lm_r = LanguageModel(ra).double()
+    with torch.no_grad():
+        for blk in lm_r.backbone.blocks:   # one bank for every head (M2's SC-RoPE banks differ per head)
+            blk.attn.omega_v.copy_(blk.attn.omega_v[0:1].expand_as(blk.attn.omega_v))
+            for n, p in blk.attn.named_parameters():
+                p.add_(0.3 * torch.randn_like(p))
+        sd = lm_r.state_dict()
+        missing, unexpected = lm_l.load_state_dict(sd, strict=False)
+        assert unexpected == [] and all(k.endswith(".attn.acc_phi") for k in missing) and len(missing) == 2
+        for blk in lm_l.backbone.blocks:   # decision 5's init is head 0's physical bank in every row
+            w = blk.attn.physical()["omega"][0]
+            assert torch.equal(blk.attn.acc_phi, w.view(1, -1).expand(V, -1)), "acc_phi init"
+    ids = torch.randint(0, V, (2, 19))
+    yl, yr = lm_l(ids), lm_r(ids)
+    err = ((yl - yr).abs().max() / yr.abs().max()).item()
+    print("%-40s rel.err %.2e" % ("learned table = omega rows vs rope (lm)", err))
+    assert err < 1e-13
+    # Sanity: with M2's per-head banks the shared table (head 0's) is not per-head RoPE.
+    torch.manual_seed(2)
+    lm_r2 = LanguageModel(ra).double()
+    lm_l.load_state_dict(lm_r2.state_dict(), strict=False)
+    with torch.no_grad():
+        for blk in lm_l.backbone.blocks:
+            blk.attn.acc_phi.copy_(blk.attn.physical()["omega"][0].view(1, -1).expand(V, -1))
+    assert (lm_l(ids) - lm_r2(ids)).abs().max() > 1e-6
+
+
 if __name__ == "__main__":
     run("M2 default")
     run("M2 irregular t", t_irregular=True, t_equal=False)
@@ -129,4 +218,8 @@ if __name__ == "__main__":
     run("bias types 2/2", additive_bias_type=2, multiplicative_bias_type=2)
     run("rotate_values off", rotate_values=False)
     run("learn_decay (residual diffusion)", learn_decay=True)
+    run_learned("ACC learned steps (M2)")
+    run_learned("ACC learned steps, Q/K only (M2.6)", model="M2.6", stationary_values=False)
+    run_learned("ACC learned steps, no counter-rotation", rotate_values=False)
+    run_learned_is_rope()
     print("ok")

@@ -91,6 +91,50 @@ def head_table_md(rows, time_unit="step"):
     return hdr
 
 
+def afa_head_table(model):
+    """Per-layer, per-head summary of AFA layers (afa_torch.MultiheadAFA), whose parameters are per
+    channel: ranges over the head's channels of the decay, frequency, noises and stationary level
+    sigma2/(2 mu) (docs/variant-afa.md section 11), and the per-head nu and alpha. [] for RFA models
+    (and head_table gives [] for AFA models)."""
+    from afa_torch import MultiheadAFA
+    rows = []
+    li = 0
+    for name, m in model.named_modules():
+        if not isinstance(m, MultiheadAFA):
+            continue
+        with torch.no_grad():
+            p = m.physical()
+            unitary = bool(getattr(m.args, "afa_unitary", False))
+            for h in range(m.n_heads):
+                mu = p["mu"][h].double() * (0 if unitary else 1)
+                s2 = p["sigma2"][h].double()
+                level = torch.where(mu > 0, s2 / (2 * mu.clamp(min=1e-300)), torch.full_like(mu, float("inf")))
+                rng = lambda x: (float(x.min()), float(x.max()))
+                r = dict(layer=li, head=h, mu=rng(mu), omega=rng(p["omega"][h].abs()), sigma2=rng(s2),
+                         level=rng(level), eta2=rng(p["eta2"][h]), gamma2=rng(p["gamma2"][h]),
+                         nu=float(p["nu"][h]), alpha=float(p["alpha"][h]))
+                if "delta" in p:
+                    r["gate"] = rng(torch.sigmoid(p["delta"][h]))
+                if "weight" in p:
+                    r["weight"] = rng(p["weight"][h])
+                    r["weight_bias"] = float(p["weight_bias"][h])
+                rows.append(r)
+        li += 1
+    return rows
+
+
+def afa_head_table_md(rows, time_unit="step"):
+    keys = ["mu", "omega", "sigma2", "level", "eta2", "gamma2"] + [k for k in ("gate", "weight") if rows and k in rows[0]]
+    hdr = "| layer | head | " + " | ".join(
+        {"mu": "mu (1/%s)" % time_unit, "level": "sigma^2/2mu"}.get(k, k) for k in keys) + " | nu | alpha |\n"
+    hdr += "|" + "---|" * (len(keys) + 4) + "\n"
+    f = lambda x: "%.3g" % x
+    for r in rows:
+        hdr += "| %d | %d | " % (r["layer"], r["head"]) + " | ".join(
+            "%s..%s" % (f(r[k][0]), f(r[k][1])) for k in keys) + " | %s | %s |\n" % (f(r["nu"]), f(r["alpha"]))
+    return hdr
+
+
 class Timer:
     def __init__(self):
         self.t0 = time.time()

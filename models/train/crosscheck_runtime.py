@@ -6,8 +6,11 @@ CPU twin with --cpu-reference) with irregular timestamps, and compare with this 
 forward pass from the stored weights. Three implementations written separately from
 docs/reference-code.md must agree.
 
-usage: /usr/bin/python3 crosscheck_runtime.py BUILD_DIR   (prints one line per setting; exit 1 on a mismatch)
+usage: /usr/bin/python3 crosscheck_runtime.py BUILD_DIR [--only SUBSTRING]
+       (prints one line per setting; exit 1 on a mismatch; --only runs the settings whose name contains
+       SUBSTRING, case-insensitive; default all)
 """
+import argparse
 import os
 import subprocess
 import sys
@@ -45,24 +48,55 @@ SETTINGS = {
     "ACC rope steps, Q/K only (M2.6)": dict(model="M2.6", phase_source="accumulated_rope", stationary_values=False),
     "lm ACC random steps (M2.7)": dict(model="M2", arch="lm", phase_source="accumulated_random", step_seed=9,
                                        use_inner_residual=True, use_total_precision_gate=1),
+    "lm ACC learned steps (M2)": dict(model="M2", arch="lm", phase_source="accumulated_learned"),
+    # Adaptive Filter Attention (docs/variant-afa.md section 12): every layer AFA, RFA's block around it.
+    "AFA channel_sum": dict(model="M2", attention_variant="afa"),
+    "AFA one_channel (c=1)": dict(model="M2", attention_variant="afa", afa_precision="one_channel",
+                                  afa_precision_channel=1),
+    "AFA weighted": dict(model="M2", attention_variant="afa", afa_precision="weighted"),
+    "AFA unitary": dict(model="M2", attention_variant="afa", afa_unitary=True),
+    "AFA mix (pred_dt 0.5, eps 1e-3)": dict(model="M2", attention_variant="afa", afa_mix=True, afa_pred_dt=0.5,
+                                            afa_eps=1e-3),
+    "AFA attention layer": dict(model="M2", arch="attention", attention_variant="afa"),
+    "lm AFA": dict(model="M2", arch="lm", attention_variant="afa"),
+    # RT-RFA (docs/variant-rt.md section 13): every layer RT, in the RT block (no norm before the
+    # attention, RMSNorm before the FFN).
+    "RT stationary student-t": dict(model="M2", attention_variant="rt", norm="rms_norm", use_real_input_norm=False),
+    "RT ou_rate gaussian": dict(model="M2", attention_variant="rt", rt_covariance="ou_rate", rt_kernel="gaussian",
+                                norm="rms_norm", use_real_input_norm=False),
+    "RT attention layer": dict(model="M2", arch="attention", attention_variant="rt", norm="rms_norm",
+                               use_real_input_norm=False),
+    "lm RT": dict(model="M2", arch="lm", attention_variant="rt", norm="rms_norm", use_real_input_norm=False),
 }
 
 
 def randomize(model, gen):
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() >= 2 and not name.endswith(("P_prior_log", "P_scale_log", "t_shift_param")):
+            # AFA's per-channel raw values ([H, W], [H, D]) are perturbed too; +-0.5 keeps them sane: decay
+            # logits stay far below s, softplus noises, nu, weights and the bias stay positive and O(1) or
+            # smaller, alpha stays O(1), mix gates stay inside (0.2, 0.8) or so.
+            # ACC's learned step table acc_phi [vocab, D] too (it starts as RoPE's omega in every row).
+            if (p.dim() >= 2 and not name.endswith(("P_prior_log", "P_scale_log", "t_shift_param", "acc_phi"))
+                    and not name.split(".")[-1].startswith("afa_")):
                 continue  # keep the module's weight initialisation
             p.add_(0.5 * torch.randn(p.shape, generator=gen, dtype=p.dtype))
 
 
 def main():
-    build_dir = sys.argv[1] if len(sys.argv) > 1 else "build"
-    rfa_run = os.path.join(build_dir, "rfa-run")
+    ap = argparse.ArgumentParser(description="cross-check the C++ runtime against rfa_torch")
+    ap.add_argument("build_dir", nargs="?", default="build")
+    ap.add_argument("--only", default=None, help="run only the settings whose name contains this (case-insensitive)")
+    cli = ap.parse_args()
+    rfa_run = os.path.join(cli.build_dir, "rfa-run")
     torch.set_num_threads(1)
+    selected = {k: v for k, v in SETTINGS.items() if cli.only is None or cli.only.lower() in k.lower()}
+    if not selected:
+        print("no setting matches --only %r" % cli.only)
+        return 1
     failures = 0
     bad_settings = 0
-    for label, s in SETTINGS.items():
+    for label, s in selected.items():
         s = dict(s)
         model_name = s.pop("model")
         arch = s.pop("arch", "signal")
@@ -118,7 +152,7 @@ def main():
                 line += "  %s max|err| %.2e%s" % (mode, err, "" if ok else " MISMATCH")
             print(line, flush=True)
             bad_settings += failures > before
-    print("%d passed, %d failed" % (len(SETTINGS) - bad_settings, bad_settings))
+    print("%d passed, %d failed" % (len(selected) - bad_settings, bad_settings))
     return 1 if failures else 0
 
 

@@ -38,8 +38,10 @@ def clean_state_dict(sd, architecture):
 
 def storage_dtype(name, t, mode):
     """mode 'f32': everything f32. mode 'f16': big matrices (>= 4096 elements) in f16,
-    the small per-head parameters/buffers (mu_v, omega_v, sigma_v, ...) and biases stay f32."""
-    if mode == "f16" and t.numel() >= 4096:
+    the small per-head parameters/buffers (mu_v, omega_v, sigma_v, ...) and biases stay f32, and so
+    do learned step angles (acc_phi): every occurrence of a token adds its step, so a rounding
+    error would accumulate along the sequence."""
+    if mode == "f16" and t.numel() >= 4096 and not name.endswith("acc_phi"):
         return np.float16
     return np.float32
 

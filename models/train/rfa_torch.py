@@ -55,6 +55,14 @@ MODEL_OVERRIDES["M2.6"] = dict(
 # Our own keys (not in the reference namespace) that the runtime format also stores in args.
 OUR_DEFAULTS = dict(hidden_dim=None, d_in=None, norm="layer_norm", norm_eps=1e-5, tokenizer=None,
                     phase_source="omega_t", step_seed=0, stationary_values=True)
+# Adaptive Filter Attention (docs/variant-afa.md section 12; module: afa_torch.MultiheadAFA). With
+# attention_variant="afa" every attention layer of the model is AFA; the other keys are AFA's.
+AFA_DEFAULTS = dict(attention_variant="rfa", afa_precision="channel_sum", afa_precision_channel=0,
+                    afa_unitary=False, afa_mix=False, afa_eps=1e-5, afa_pred_dt=1.0)
+OUR_DEFAULTS.update(AFA_DEFAULTS)
+# RT-RFA (docs/variant-rt.md section 13; module: rt_torch.MultiheadRT), with attention_variant="rt".
+RT_DEFAULTS = dict(rt_covariance="stationary", rt_kernel="student_t", rt_eps=1e-6)
+OUR_DEFAULTS.update(RT_DEFAULTS)
 
 
 def make_args(model="M2", **kw):
@@ -141,14 +149,25 @@ def acc_uniform(seed, layer, rows, positions, blocks):
     return (h >> 8).to(torch.float64) * 2.0 ** -24
 
 
-def accumulated_phase(kind, omega, B, N, seed, layer, device):
-    """theta [B, H, N, D] (float64): the inclusive prefix of the steps, wrapped to [-pi, pi].
+def accumulated_phase(kind, omega, B, N, seed, layer, device, table=None, ids=None):
+    """theta [B, H, N, D] (float64; [B, 1, N, D] for learned steps, shared by the heads): the
+    inclusive prefix of the steps, wrapped to [-pi, pi].
 
-    kind: "accumulated_rope" (phi = omega) or "accumulated_random" (phi = 2 omega u, one draw per
-    (row, position, block) shared by the heads). omega [H, D] may carry gradients."""
+    kind: "accumulated_rope" (phi = omega), "accumulated_random" (phi = 2 omega u, one draw per
+    (row, position, block) shared by the heads) or "accumulated_learned" (phi = table[ids[r, s]],
+    table [V, D], ids [B, N] int64, not scaled by omega). omega [H, D] and table may carry gradients."""
     w = omega.to(torch.float64)
     H, D = w.shape
-    if kind == "accumulated_rope":
+    if kind == "accumulated_learned":
+        if table is None or ids is None:
+            raise ValueError("accumulated_learned: the step table acc_phi and the token ids are both needed")
+        if tuple(ids.shape) != (B, N):
+            raise ValueError("accumulated_learned: ids has shape %s, expected [B, N] = [%d, %d]"
+                             % (list(ids.shape), B, N))
+        if table.dim() != 2 or table.shape[1] != D:
+            raise ValueError("accumulated_learned: acc_phi has shape %s, expected [vocab, %d]" % (list(table.shape), D))
+        phi = table.to(torch.float64)[ids.to(device=table.device, dtype=torch.long)].view(B, 1, N, D)
+    elif kind == "accumulated_rope":
         phi = w.view(1, H, 1, D).expand(B, H, N, D)
     elif kind == "accumulated_random":
         ar = lambda n, shape: torch.arange(n, device=device, dtype=torch.int64).view(shape)
@@ -208,6 +227,7 @@ class MultiheadIsotropicRFA(nn.Module):
         self.layer_index = 0  # the network numbers its blocks (random accumulated steps draw per layer)
         self.d_k_head, self.d_v_head = dk_tot // H, dv_tot // H
         self.d_k_total, self.d_v_total = dk_tot, dv_tot
+        self.accepts_ids = True  # the block hands it the token ids (learned accumulated steps look them up)
 
         self.W_q = nn.Linear(d_e, 2 * dk_tot)
         self.W_k = nn.Linear(d_e, 2 * dk_tot)
@@ -223,6 +243,16 @@ class MultiheadIsotropicRFA(nn.Module):
             self.omega_v = nn.Parameter(omega0)
         else:
             self.register_buffer("omega_v", omega0)
+        if getattr(a, "phase_source", "omega_t") == "accumulated_learned":
+            # ACC learned steps (docs/variant-acc.md, decisions 4 and 5): a per-layer table Phi [vocab, D]
+            # shared by the heads, initialised to head 0's physical bank so that training starts from RoPE.
+            if getattr(a, "vocab_size", None) is None:
+                raise ValueError("phase_source \"accumulated_learned\" needs args.vocab_size (the steps are "
+                                 "looked up by token id)")
+            w0 = omega0[0]
+            if a.use_complex_conj_constraint:
+                w0 = torch.stack([w0, -w0], dim=-1).reshape(-1)
+            self.acc_phi = nn.Parameter((a.omega_rescale * w0).repeat(int(a.vocab_size), 1))
         if a.use_log_linear_decay and not a.use_SC_RoPE:
             mu0 = log_linear_decays(H, 0.01, 0.95, a.zero_frac)
         if a.learn_decay:
@@ -307,7 +337,8 @@ class MultiheadIsotropicRFA(nn.Module):
         return proc + eta2 * E * E + g2 + 0.01
 
     def forward(self, Z_q, Z_k=None, Z_v=None, t_measure=None, t_shift=None, causal=True,
-                return_attn=False):
+                return_attn=False, ids=None):
+        """ids: the token ids [B, N] (int64), needed by learned accumulated steps only."""
         a = self.args
         Z_k = Z_q if Z_k is None else Z_k
         Z_v = Z_q if Z_v is None else Z_v
@@ -349,6 +380,12 @@ class MultiheadIsotropicRFA(nn.Module):
         phase = getattr(a, "phase_source", "omega_t")
         if phase == "omega_t":
             theta = t.view(t.shape[0], 1, N, 1) * p["omega"].view(1, H, 1, D)  # [Bt,H,N,D]
+        elif phase == "accumulated_learned":  # ACC with learned steps Phi[token] (docs/variant-acc.md)
+            if ids is None:
+                raise ValueError("phase_source \"accumulated_learned\": this attention layer needs the token ids "
+                                 "(forward(..., ids=[B, N] int64); LanguageModel passes them)")
+            theta = accumulated_phase(phase, p["omega"], B, N, 0, self.layer_index, dev,
+                                      table=self.acc_phi, ids=ids).to(dtype)  # [B,1,N,D]: shared by the heads
         else:  # ACC: per-token steps accumulated along the sequence (docs/variant-acc.md)
             theta = accumulated_phase(phase, p["omega"], B, N, getattr(a, "step_seed", 0), self.layer_index,
                                       dev).to(dtype)
@@ -438,19 +475,34 @@ class MultiheadIsotropicRFA(nn.Module):
 # Networks (names mirror the reference: blocks.{l}.attn/norm1/norm2/ffn.0/ffn.2, ...)
 # ----------------------------------------------------------------------------------------
 
+def make_attention(args):
+    """The attention layer args ask for: RFA, AFA with attention_variant="afa", RT-RFA with "rt"."""
+    variant = getattr(args, "attention_variant", "rfa")
+    if variant == "afa":
+        from afa_torch import MultiheadAFA  # late: afa_torch imports this module's helpers
+        return MultiheadAFA(args)
+    if variant == "rt":
+        from rt_torch import MultiheadRT  # late, as AFA
+        return MultiheadRT(args)
+    if variant != "rfa":
+        raise ValueError("attention_variant: expected \"rfa\", \"afa\" or \"rt\", found %r" % (variant,))
+    return MultiheadIsotropicRFA(args)
+
+
 class RFATransformerBlock(nn.Module):
     def __init__(self, args):
         super().__init__()
         self.args = args
-        self.attn = MultiheadIsotropicRFA(args)
+        self.attn = make_attention(args)
         self.norm1 = make_norm(args, args.d_e)
         self.norm2 = make_norm(args, args.d_e)
         self.ffn = nn.Sequential(nn.Linear(args.d_e, args.hidden_dim), nn.ReLU(),
                                  nn.Linear(args.hidden_dim, args.d_e))
 
-    def forward(self, x, t_measure=None, t_shift=None, causal=True):
+    def forward(self, x, t_measure=None, t_shift=None, causal=True, ids=None):
         h = self.norm1(x) if self.args.use_real_input_norm else x
-        y, _ = self.attn(h, h, h, t_measure=t_measure, t_shift=t_shift, causal=causal)
+        kw = dict(ids=ids) if ids is not None and getattr(self.attn, "accepts_ids", False) else {}
+        y, _ = self.attn(h, h, h, t_measure=t_measure, t_shift=t_shift, causal=causal, **kw)
         if self.args.use_outer_residual:
             x = x + y
         h = self.norm2(x) if self.args.use_real_output_norm else x
@@ -468,10 +520,10 @@ class RFATransformerNetwork(nn.Module):
         self.final_norm = make_norm(args, args.d_e)
         self.output_proj = nn.Linear(args.d_e, args.d_e)
 
-    def forward(self, x, t_measure=None, t_shift=None, causal=True):
+    def forward(self, x, t_measure=None, t_shift=None, causal=True, ids=None):
         x = self.input_proj(x)
         for blk in self.blocks:
-            x = blk(x, t_measure=t_measure, t_shift=t_shift, causal=causal)
+            x = blk(x, t_measure=t_measure, t_shift=t_shift, causal=causal, ids=ids)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return self.output_proj(x)
@@ -488,7 +540,7 @@ class LanguageModel(nn.Module):
 
     def forward(self, ids, t_measure=None, t_shift=None, causal=True):
         x = self.token_embedding(ids)
-        return self.lm_head(self.backbone(x, t_measure=t_measure, t_shift=t_shift, causal=causal))
+        return self.lm_head(self.backbone(x, t_measure=t_measure, t_shift=t_shift, causal=causal, ids=ids))
 
 
 class NextStepPredictor(nn.Module):
@@ -517,5 +569,5 @@ def build(args):
     if arch == "signal":
         return NextStepPredictor(args)
     if arch == "attention":
-        return MultiheadIsotropicRFA(args)
+        return make_attention(args)
     raise ValueError(arch)

@@ -99,6 +99,17 @@ KINDS = {
     # rotated back (the paper's best "random accumulated Q/K/V"), without and with RFA's decay.
     "acc": dict(model="M2.6", phase_source="accumulated_random"),
     "rfa_acc": dict(model="M2", phase_source="accumulated_random"),
+    # Adaptive Filter Attention (docs/variant-afa.md, afa_torch.py): per-channel decays and noises,
+    # one scalar weight per pair, prediction over afa_pred_dt = 1 (one nominal dt, the target's
+    # horizon); the M2 namespace supplies RFA's frequencies, block and decay scale. The unitary
+    # switch (section 6): no decay, Q and K on the unit circle per channel.
+    "afa": dict(model="M2", attention_variant="afa"),
+    "afa_unitary": dict(model="M2", attention_variant="afa", afa_unitary=True),
+    # RT-RFA (docs/variant-rt.md, rt_torch.py): directions on the sphere, the value's magnitude as the
+    # confidence, stationary covariance and Student-t kernel; the RT block of section 13 (no norm
+    # before the attention, RMSNorm before the FFN); the M2 namespace supplies RFA's frequencies and
+    # the decay scale.
+    "rt": dict(model="M2", attention_variant="rt", norm="rms_norm", use_real_input_norm=False),
 }
 
 
@@ -107,7 +118,7 @@ def model_args(kind, a):
                   hidden_dim=4 * a.d_e, d_in=2, seq_len=a.n_train, vocab_size=None, batch_size=a.batch,
                   t_equal=False, norm="layer_norm", norm_eps=1e-5, tokenizer=None)
     over = dict(KINDS[kind])
-    args = make_args(over.pop("model"), **common, **over)
+    args = make_args(over.pop("model"), **dict(common, **over))   # a kind's keys override the recipe's (norm)
     args.architecture = "signal"
     return args
 

@@ -1,11 +1,11 @@
 """The spiral benchmark that ranks the mechanisms: spiral.py's simulator, exact Kalman filter, data
 and training recipe for every kind in spiral.KINDS (RFA, RoPE, accumulated rotations with and
-without RFA's decay; AFA and RT-RFA join when they have PyTorch modules), each seed trained from
+without RFA's decay, AFA with and without its unitary switch, RT-RFA), each seed trained from
 scratch. Reports next-step MSE against the true state at 1x and 4x the training length, regular and
 irregular sampling, beside raw measurements and the Kalman filter: one JSON file and a markdown
 table (mean and spread over seeds, and the ratio to Kalman).
 
-usage: nice /usr/bin/python3 spiral_rank.py [--kinds rfa,acc,rfa_acc,rope] [--seeds 0,1,2]
+usage: nice /usr/bin/python3 spiral_rank.py [--kinds rfa,acc,rfa_acc,rope,afa,afa_unitary,rt] [--seeds 0,1,2]
                                             [--json ../benchmark-spiral.json] [spiral.py options]
        /usr/bin/python3 spiral_rank.py --merge A.json B.json ... [--json OUT.json]
          (runs of the same settings made in parallel processes, e.g. one seed each: one table)
@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
 import spiral  # noqa: E402
 
 LABELS = {
@@ -27,6 +28,9 @@ LABELS = {
     "rope": "RoPE (M2.6)",
     "acc": "ACC random Q/K/V (M2.6 + accumulated steps)",
     "rfa_acc": "RFA + accumulated steps (M2)",
+    "afa": "AFA (channel_sum)",
+    "afa_unitary": "AFA unitary (channel_sum)",
+    "rt": "RT-RFA (stationary, student-t)",
 }
 
 
@@ -73,6 +77,9 @@ def main():
             out["runs"].setdefault(kind, {})[str(seed)] = run
             out["train_wall_s"].setdefault(kind, {})[str(seed)] = wall
             log("%s seed %d: %s (%.0fs)" % (kind, seed, json.dumps(run), wall))
+            afa_rows = common.afa_head_table(model)
+            if afa_rows:  # what the AFA heads learned (per-channel ranges), for the log only
+                log(common.afa_head_table_md(afa_rows, "dt"))
             with open(a.json, "w") as f:  # after every run: a partial table survives an interruption
                 json.dump(out, f, indent=1)
     log(table(out, kinds, keys.values()))

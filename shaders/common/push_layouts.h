@@ -53,8 +53,9 @@ struct AttentionPush {
 struct PhaseScanPush {  // rfa_phase_scan.comp
   uint batch, n_new, capacity, heads;
   uint first, count;  // this dispatch's positions [pos0 + first, pos0 + first + count) of the call
-  uint kind;          // rfa::PhaseSource: 1 accumulated_rope, 2 accumulated_random
+  uint kind;          // rfa::PhaseSource: 1 accumulated_rope, 2 accumulated_random, 3 accumulated_learned
   uint seed, layer;   // accumulated_random's draws
+  uint vocab;         // accumulated_learned: rows of the step table
 };
 
 struct CurvesPush {  // rfa_curves.comp, rfa_lag_table.comp

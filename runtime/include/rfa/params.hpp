@@ -75,7 +75,9 @@ struct HeadParams {
 //  accumulated_rope / accumulated_random: theta_i = wrap(theta_{i-1} + phi_i), the inclusive prefix of
 //  per-token steps phi_i,d = omega_d (RoPE exactly: theta_i = omega (i + 1)) or 2 omega_d u with u a
 //  counter-based uniform of (step_seed, step_layer, batch row, position, dim) shared by the heads.
-enum class PhaseSource : uint32_t { omega_t = 0, accumulated_rope = 1, accumulated_random = 2 };
+//  accumulated_learned: phi_i,d = Phi[token_i][d], a per-layer [vocab][dim] table shared by the heads
+//  (language models: the steps follow the token ids).
+enum class PhaseSource : uint32_t { omega_t = 0, accumulated_rope = 1, accumulated_random = 2, accumulated_learned = 3 };
 
 // Which mechanism an attention layer runs: RFA (the paper), Adaptive Filter Attention, the
 // thesis RFA grew from, in its memory-optimised form (docs/variant-afa.md), or RT-RFA, RFA on the
@@ -136,6 +138,8 @@ struct AttentionParams {
   std::vector<double> omega;         // [heads * dim], rotation frequency of each complex dim
   PhaseSource phase = PhaseSource::omega_t;
   uint32_t step_seed = 0, step_layer = 0;  // accumulated_random: the draws' seed and layer index
+  std::vector<double> step_table;          // accumulated_learned: Phi [step_vocab * dim]
+  int step_vocab = 0;
   // complex RMS-norm gains, [heads * dim] each, empty when that norm is off
   std::vector<double> norm_q, norm_k, norm_v, norm_o;
 };

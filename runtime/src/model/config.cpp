@@ -348,9 +348,11 @@ Result<ModelConfig> parse_config_json(const json& root, const std::string& label
     if (phase == "omega_t") c.phase_source = PhaseSource::omega_t;
     else if (phase == "accumulated_rope") c.phase_source = PhaseSource::accumulated_rope;
     else if (phase == "accumulated_random") c.phase_source = PhaseSource::accumulated_random;
+    else if (phase == "accumulated_learned") c.phase_source = PhaseSource::accumulated_learned;
     else
       f.fail("phase_source",
-             "expected \"omega_t\", \"accumulated_rope\" or \"accumulated_random\", found \"" + phase + "\"");
+             "expected \"omega_t\", \"accumulated_rope\", \"accumulated_random\" or \"accumulated_learned\", found \"" +
+                 phase + "\"");
   }
   f.integer("step_seed", c.step_seed, 0, std::numeric_limits<int>::max(), true);
   f.boolean("stationary_values", c.stationary_values, true);
@@ -358,6 +360,9 @@ Result<ModelConfig> parse_config_json(const json& root, const std::string& label
   if (c.phase_source != PhaseSource::omega_t && !c.args.causal)
     return make_error(Code::model_error, label + ": args.phase_source = accumulated needs a causal layer "
                                                  "(args.causal = true): the prefix runs along the sequence");
+  if (c.phase_source == PhaseSource::accumulated_learned && c.arch != Architecture::lm)
+    return make_error(Code::model_error, label + ": args.phase_source = \"accumulated_learned\" needs architecture "
+                                                 "\"lm\": the steps are looked up by token id");
   RFA_TRY(parse_variant(f, it->contains("phase_source") || it->contains("stationary_values"), c, label));
   if (c.arch == Architecture::lm) {
     std::string tok;

@@ -255,6 +255,11 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
   layer.params.step_seed = (uint32_t)cfg.step_seed;
   layer.params.step_layer = (uint32_t)layer_index;
   layer.params.sw.stationary_values = cfg.stationary_values;
+  if (cfg.phase_source == PhaseSource::accumulated_learned) {
+    // docs/variant-acc.md: the layer's learned step angles Phi [vocab][D], shared by its heads.
+    RFA_ASSIGN(layer.params.step_table, r.f64(p + "acc_phi", {a.vocab_size, D}));
+    layer.params.step_vocab = a.vocab_size;
+  }
   return layer;
 }
 

@@ -118,7 +118,10 @@ std::string model_summary(const Model& m) {
          (sw.complex_output_norm ? ", cnorm-out" : "") +
          // ACC layers (docs/variant-acc.md): the angles are accumulated steps, not omega t; the omega
          // band below is then the steps' scale (rope: the step; random: half its mean).
-         (p.phase == PhaseSource::accumulated_rope ? ", phase: accumulated rope steps"
+         (p.phase == PhaseSource::accumulated_rope      ? ", phase: accumulated rope steps"
+          : p.phase == PhaseSource::accumulated_learned ? ", phase: accumulated learned steps (a " +
+                                                               std::to_string(p.step_vocab) + " x " +
+                                                               std::to_string(p.dim) + " table)"
           : p.phase == PhaseSource::accumulated_random
               ? ", phase: accumulated random steps (seed " + std::to_string(p.step_seed) + ", layer " +
                     std::to_string(p.step_layer) + ")"

@@ -176,6 +176,14 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
     if (!f) return f.status();
     out.rt_ = f.take();
   }
+  if (p.phase == PhaseSource::accumulated_learned) {
+    // Phi as (hi, lo) pairs: the scan adds steps in double-float, so a stored double keeps its bits.
+    std::vector<float> steps(2 * p.step_table.size());
+    for (size_t k = 0; k < p.step_table.size(); ++k) split_timestamp(p.step_table[k], &steps[2 * k], &steps[2 * k + 1]);
+    auto f = ctx.upload_new(steps, "acc learned steps");
+    if (!f) return f.status();
+    out.steps_ = f.take();
+  }
   return out;
 }
 
@@ -386,8 +394,9 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
 
 Status require_rfa_layer(const AttentionParams& p, const char* what) {
   if (p.variant == AttentionVariant::rfa) return Status::Ok();
-  return make_error(Code::unsupported, std::string(what) + ": the layer is an AFA layer; the " + what +
-                                           " computes RFA's pair terms and has no AFA form yet");
+  const char* kind = p.variant == AttentionVariant::rt ? "RT-RFA" : "AFA";
+  return make_error(Code::unsupported, std::string(what) + ": the layer is an " + kind + " layer; the " + what +
+                                           " computes RFA's pair terms and has no " + kind + " form yet");
 }
 
 Result<const gpu::Buffer*> prepare_span(gpu::Recorder& rec, AttentionCache& cache, const AttentionSpan& span,
@@ -417,7 +426,7 @@ bool accumulated(const AttentionParams& p) { return p.phase != PhaseSource::omeg
 // An accumulated phase needs the cache's phase ring.
 Status check_phase(const AttentionParams& p, const AttentionCache& cache) {
   if (p.phase != PhaseSource::omega_t && p.phase != PhaseSource::accumulated_rope &&
-      p.phase != PhaseSource::accumulated_random)
+      p.phase != PhaseSource::accumulated_random && p.phase != PhaseSource::accumulated_learned)
     return make_error(Code::invalid_argument, "rfa attention: unknown phase source " + std::to_string((uint32_t)p.phase));
   if (accumulated(p) && !cache.theta.valid())
     return make_error(Code::invalid_argument,
@@ -435,14 +444,26 @@ Status record_rfa_phase_scan(gpu::Context& ctx, gpu::Recorder& rec, const Attent
   if (!positions) return positions.status();
   gpu::SpecConstants spec;  // constant_id 0: D
   spec.u32(cache.dim);
+  const bool learned = p.phase == PhaseSource::accumulated_learned;
+  if (learned) {
+    if (!span.token_ids)
+      return make_error(Code::invalid_argument, "rfa attention: the layer's learned accumulated steps need the call's "
+                                                "token ids (AttentionSpan::token_ids)");
+    RFA_TRY(check_size(*span.token_ids, (uint64_t)cache.batch * span.n_new * 4, "token_ids"));
+    if (p.step_vocab < 1 || p.step_table.size() != (size_t)p.step_vocab * cache.dim)
+      return make_error(Code::invalid_argument, "rfa attention: params.step_table must hold step_vocab * dim angles");
+  }
   auto pipe = ctx.pipelines().get<PhaseScanPush>("rfa_phase_scan", spec);
   if (!pipe) return pipe.status();
   const uint64_t threads = (uint64_t)cache.batch * cache.heads * cache.dim;
   for (uint32_t first = 0; first < span.n_new; first += kPhaseScanChunk) {
     const PhaseScanPush push{cache.batch, span.n_new, cache.capacity, cache.heads, first, kPhaseScanChunk,
-                             (uint32_t)p.phase, p.step_seed, p.step_layer};
-    rec.dispatch(**pipe, {gpu::in(w.omega()), gpu::inout(cache.theta), gpu::in(**positions)}, &push,
-                 (uint32_t)((threads + 63) / 64), 1, 1, "rfa_phase_scan");
+                             (uint32_t)p.phase, p.step_seed, p.step_layer, (uint32_t)p.step_vocab};
+    // Layers without learned steps bind the omega buffer in the ids' and table's places (never read).
+    rec.dispatch(**pipe,
+                 {gpu::in(w.omega()), gpu::inout(cache.theta), gpu::in(**positions),
+                  gpu::in(learned ? *span.token_ids : w.omega()), gpu::in(learned ? w.step_table() : w.omega())},
+                 &push, (uint32_t)((threads + 63) / 64), 1, 1, "rfa_phase_scan");
   }
   return Status::Ok();
 }
@@ -464,7 +485,8 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   RFA_TRY(check_size(v_norm_scratch, proj, "v_norm"));
   RFA_TRY(check_size(timestamps, (uint64_t)B * cache.capacity * 8, "timestamps"));
   RFA_TRY(check_phase(p, cache));
-  if (accumulated(p)) RFA_TRY(record_rfa_phase_scan(ctx, rec, w, cache, AttentionSpan{span.pos0, n_new, *positions}));
+  if (accumulated(p))
+    RFA_TRY(record_rfa_phase_scan(ctx, rec, w, cache, AttentionSpan{span.pos0, n_new, *positions, span.token_ids}));
   // constant_id 0: D, 1: IN_NORM, 2: PHASE, 3: ROTATE_V, 4: UNIT, 5: MAG_EPS
   gpu::SpecConstants spec;
   // RT layers: unit directions and log-magnitudes (docs/variant-rt.md §3.1).
@@ -575,7 +597,7 @@ Status record_rfa_attention(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
   if (span.n_new == 0) return Status::Ok();
   auto positions = prepare_span(rec, cache, span, w.params().sw.causal);  // recorded once for both halves
   if (!positions) return positions.status();
-  const AttentionSpan resolved{span.pos0, span.n_new, *positions};
+  const AttentionSpan resolved{span.pos0, span.n_new, *positions, span.token_ids};
   RFA_TRY(record_rfa_rotate(ctx, rec, w, cache, timestamps, q_proj, k_proj, v_proj, v_norm_scratch, resolved));
   return record_rfa_fused(ctx, rec, w, cache, timestamps, v_norm_scratch, out, resolved);
 }

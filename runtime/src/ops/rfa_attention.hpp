@@ -30,10 +30,12 @@ class AttentionWeightsGpu {
   const gpu::Buffer& afa_table() const { return afa_; }
   // RT-RFA layers (variant rt): ops/rt_attention.hpp's table; invalid otherwise.
   const gpu::Buffer& rt_table() const { return rt_; }
+  // Learned accumulated steps: Phi [vocab][D] as (hi, lo) float pairs; invalid otherwise.
+  const gpu::Buffer& step_table() const { return steps_; }
 
  private:
   AttentionParams params_;
-  gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_, afa_, rt_;
+  gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_, afa_, rt_, steps_;
 };
 
 // Per-layer caches: rings of `capacity` slots per (batch row, head); absolute position p lives in
@@ -75,9 +77,12 @@ struct AttentionCache {
 // (vkCmdUpdateBuffer) and checks them against the ring. Given as a buffer (two uint32 {pos0,
 // kv_len} the host writes before each submit, checked by the host), one recorded command buffer
 // serves every step of a stream: dispatch sizes depend on n_new and the cache only.
+// token_ids: the call's token ids [B, n_new] as uint32, which layers with learned accumulated steps
+// (PhaseSource::accumulated_learned) look their step angles up by; unused otherwise.
 struct AttentionSpan {
   uint32_t pos0 = 0, n_new = 0;
   const gpu::Buffer* positions = nullptr;
+  const gpu::Buffer* token_ids = nullptr;
 };
 
 // How the fused kernel runs for a shape: chosen from the device, the overrides and the shape,
@@ -157,8 +162,9 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
                         const AttentionSpan& span);
 
-// The probes, tomography and kernel curves compute RFA's pair terms: AFA layers are refused,
-// naming `what` (docs/variant-afa.md §1 says what exists).
+// The probes, tomography and kernel curves compute RFA's pair terms: AFA and RT-RFA layers are
+// refused, naming `what` and the variant (docs/variant-afa.md §1, docs/variant-rt.md §11 say what
+// exists).
 Status require_rfa_layer(const AttentionParams& p, const char* what);
 
 // Checks a span given as numbers against the cache (ring size, window, causality) and, for

@@ -75,15 +75,22 @@ std::vector<cd> input_norm(const AttentionParams& p, const std::vector<cd>& Z, c
 
 // The accumulated phases theta [B][N][H][D] of an ACC layer (docs/variant-acc.md) from the ACC
 // twin's steps and prefix (positions 0..N-1 of each batch row); empty for the omega t clock.
-Status accumulated_theta(const AttentionParams& p, int B, int N, std::vector<double>* theta) {
+Status accumulated_theta(const AttentionParams& p, int B, int N, std::vector<double>* theta,
+                         const std::vector<int32_t>* tokens = nullptr) {
   theta->clear();
   if (p.phase == PhaseSource::omega_t) return Status::Ok();
   AccStepSource src;
-  src.kind = p.phase == PhaseSource::accumulated_random ? AccStepKind::random : AccStepKind::rope;
+  src.kind = p.phase == PhaseSource::accumulated_random  ? AccStepKind::random
+             : p.phase == PhaseSource::accumulated_learned ? AccStepKind::learned
+                                                           : AccStepKind::rope;
   src.seed = p.step_seed;
   src.layer = p.step_layer;
+  src.table = &p.step_table;
+  src.vocab = p.step_vocab;
+  if (src.kind == AccStepKind::learned && (!tokens || tokens->size() != (size_t)B * N))
+    return make_error(Code::invalid_argument, "reference attention: learned accumulated steps need the token ids [B][N]");
   std::vector<double> phi;
-  RFA_TRY(acc_steps(src, B, N, 0, p.heads, p.dim, p.omega, {}, &phi));
+  RFA_TRY(acc_steps(src, B, N, 0, p.heads, p.dim, p.omega, tokens ? *tokens : std::vector<int32_t>{}, &phi));
   return acc_prefix(phi, B, N, p.heads * p.dim, theta);
 }
 
@@ -224,7 +231,7 @@ Status attention(const AttentionParams& p, int B, int N, const std::vector<cd>& 
   std::vector<double> logit((size_t)N), energy((size_t)N), E((size_t)N);
   std::vector<uint8_t> valid((size_t)N);
   std::vector<double> theta;  // ACC layers: the accumulated phases, else empty (omega t)
-  RFA_TRY(accumulated_theta(p, B, N, &theta));
+  RFA_TRY(accumulated_theta(p, B, N, &theta, opt.tokens));
   auto theta_at = [&](int b, int n, int h) {
     return theta.empty() ? nullptr : theta.data() + (((size_t)b * N + n) * H + h) * D;
   };

@@ -41,6 +41,8 @@ struct AttentionOptions {
   // window > 0 (causal layers): query i sees only keys i - window < j <= i, the banded causal mask
   // of a session with a sliding-window cache. 0: every earlier key.
   int window = 0;
+  // ACC layers with learned steps (PhaseSource::accumulated_learned): the token ids [B][N].
+  const std::vector<int32_t>* tokens = nullptr;
 };
 
 // The intermediate tensors, for checking the GPU kernels one at a time.

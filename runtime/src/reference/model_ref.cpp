@@ -159,6 +159,8 @@ Result<std::vector<double>> forward(const Model& m, int B, int N, const double* 
     }
   }
 
+  std::vector<int32_t> tokens;  // learned accumulated steps look the token ids up
+  if (ids) tokens.assign(ids, ids + rows);
   auto run_layer = [&](int l, const AttentionLayer& layer, const std::vector<double>& h) -> Result<std::vector<double>> {
     bool want = false;
     if (probe)
@@ -166,6 +168,7 @@ Result<std::vector<double>> forward(const Model& m, int B, int N, const double* 
     AttentionOptions opt;
     opt.want_matrices = want;
     opt.window = window;
+    opt.tokens = ids ? &tokens : nullptr;
     AttentionOutputs o;
     Result<std::vector<double>> r = attention_layer(layer, B, N, h, t, &o, opt);
     if (!r.ok()) return r;

@@ -127,7 +127,9 @@ Status Session::Impl::record_step(gpu::Recorder& R, uint32_t n, int f, StepMode 
   const Model& m = *model;
   FrameIO& F = frames[(size_t)f];
   const uint32_t rows = (uint32_t)batch * n, d_e = (uint32_t)m.d_e;
-  const ops::AttentionSpan span{0, n, &F.span};
+  // Language models hand their token ids to the attention op (learned accumulated steps read them).
+  const gpu::Buffer& ids_gpu = mode == StepMode::sample_gpu_fed ? sampled : F.input;
+  const ops::AttentionSpan span{0, n, &F.span, m.arch == Architecture::lm ? &ids_gpu : nullptr};
   RFA_TRY(ops::record_timestamp_append(*g, R, F.times, timestamps, (uint32_t)batch, (uint32_t)capacity, span));
   // Input -> x [rows, d_e]
   if (m.arch == Architecture::lm) {
