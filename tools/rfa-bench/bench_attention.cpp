@@ -17,7 +17,9 @@
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
 #include "gpu/recorder.hpp"
+#include "ops/afa_attention.hpp"
 #include "ops/rfa_attention.hpp"
+#include "ops/rt_attention.hpp"
 #include "ops/sdpa.hpp"
 #include "rfa/context.hpp"
 
@@ -37,12 +39,45 @@ std::vector<std::string> split_list(const std::string& s) {
 double softplus(double x) { return std::log1p(std::exp(x)); }
 
 // M2 (SC-RFA at initialisation, docs/reference-code.md §3.5), M1 (RoPE bank, rescaled mu) and M2.6 (pure
-// rotation) in physical form.
+// rotation) in physical form; AFA (docs/variant-afa.md: M2's bank, one decay per conjugate pair
+// spread over the head's range, rfa-make-model's noises) and RT (docs/variant-rt.md §4's initial
+// values on M2's bank and decays).
 AttentionParams variant_params(const std::string& name, int H, int D) {
   AttentionParams p;
   p.heads = H;
   p.dim = D;
   const int half = D / 2;
+  if (name == "AFA" || name == "RT") {
+    const AttentionParams m2 = variant_params("M2", H, D);
+    p.omega = m2.omega;
+    p.head.assign((size_t)H, HeadParams{});
+    if (name == "AFA") {
+      p.variant = AttentionVariant::afa;
+      for (int h = 0; h < H; ++h) {
+        for (int d = 0; d < D; ++d) {
+          p.afa.mu.push_back(0.1 * (d / 2 + 1) / half);
+          p.afa.sigma2.push_back(0.1);
+          p.afa.eta2.push_back(1.0);
+          p.afa.gamma2.push_back(0.1);
+        }
+        p.afa.nu.push_back(1.0);
+        p.afa.alpha.push_back(1.0);
+      }
+    } else {
+      p.variant = AttentionVariant::rt;
+      for (int h = 0; h < H; ++h) {
+        p.rt.mu.push_back(m2.head[(size_t)h].mu);
+        p.rt.s2t.push_back(0.1);
+        p.rt.sigma2.push_back(0.0);
+        p.rt.eta2.push_back(1.0);
+        p.rt.gamma2.push_back(0.25);
+        p.rt.tau_th2.push_back(0.01);
+        p.rt.nu.push_back(D * softplus(4.0) + 2);
+        p.rt.beta.push_back(softplus(1.0));
+      }
+    }
+    return p;
+  }
   for (int h = 0; h < H; ++h) {
     double wmax = 0;
     for (int k = 0; k < half; ++k) {
@@ -130,7 +165,10 @@ Measured run(gpu::Context& g, const std::string& variant, const RunOptions& o) {
   }
   // Prefill: rows [0, N); decode: the last row alone over all N keys.
   const ops::AttentionSpan span = o.decode ? ops::AttentionSpan{N - 1, 1, nullptr} : ops::AttentionSpan{0, N, nullptr};
-  const ops::AttentionTiling t = ops::choose_attention_tiling(g.caps(), g.kernels(), span.n_new, D, B * H, N);
+  const ops::AttentionTiling t =
+      p.variant == AttentionVariant::afa ? ops::choose_afa_tiling(g.caps(), g.kernels(), span.n_new, D, N)
+      : p.variant == AttentionVariant::rt ? ops::choose_rt_tiling(g.caps(), g.kernels(), span.n_new, D, N)
+                                          : ops::choose_attention_tiling(g.caps(), g.kernels(), span.n_new, D, B * H, N);
   m.path = t.why;
   std::vector<double> gms, wms;
   for (int r = 0; r < reps + 1; ++r) {  // the first run builds the pipeline: not counted
