@@ -211,6 +211,8 @@ void check_case(const std::string& viewer, const fs::path& dir, const Case& c, i
       if (cols[k] == "layer") EXPECT(std::stoi(cell) == hs.layer, "row %zu layer", r);
       else if (cols[k] == "head") EXPECT(std::stoi(cell) == hs.head, "row %zu head", r);
       else if (cols[k] == "regime") EXPECT(cell == rfa::regime_name(hs.regime.regime), "row %zu regime '%s'", r, cell.c_str());
+      else if (cols[k] == "mechanism") EXPECT(cell == "RFA", "row %zu mechanism '%s' (the bundled model is RFA)", r, cell.c_str());
+      else if (cols[k] == "mechanism terms") EXPECT(cell == hs.terms, "row %zu mechanism terms '%s'", r, cell.c_str());
       else if (cols[k] == "omega band") {
         double lo = 0, hi = 0;
         EXPECT(std::sscanf(cell.c_str(), "%lf..%lf", &lo, &hi) == 2 && std::fabs(lo - hs.omega_min) <= 1e-3 * std::fabs(hs.omega_min) + 1e-9 &&

@@ -33,16 +33,21 @@ ImVec4 regime_color(rfa::Regime r) {
 
 }  // namespace
 
+// The "regime" column (coloured by regime); after it, the head's mechanism and its own terms.
+constexpr size_t kRegimeColumn = 13;
+
 std::vector<std::string> App::regime_columns() {
   return {"layer", "head", "mu", "omega band", "stat. var", "eta2", "gamma2", "nu/d", "kappa", "tau", "lag shift",
-          "alpha", "beta", "regime"};
+          "alpha", "beta", "regime", "mechanism", "mechanism terms"};
 }
 
 std::vector<std::string> App::regime_cells(const rfa::HeadSummary& h, int D) {
   return {std::to_string(h.layer), std::to_string(h.head), num(h.params.mu),
           num(h.omega_min) + ".." + num(h.omega_max), num(h.regime.stationary_variance), num(h.params.eta2),
           num(h.params.gamma2), num(h.params.nu / std::max(D, 1)), num(h.params.kappa), num(h.params.tau),
-          num(h.params.lag_shift), num(h.regime.alpha), num(h.regime.beta), rfa::regime_name(h.regime.regime)};
+          num(h.params.lag_shift), num(h.regime.alpha), num(h.regime.beta), rfa::regime_name(h.regime.regime),
+          h.variant == rfa::AttentionVariant::afa ? "AFA" : h.variant == rfa::AttentionVariant::rt ? "RT-RFA" : "RFA",
+          h.terms};
 }
 
 struct Panels {
@@ -309,8 +314,9 @@ struct Panels {
         auto key = [&](const rfa::HeadSummary& h) -> double {
           const double v[] = {(double)h.layer, (double)h.head, h.params.mu, h.omega_max, h.regime.stationary_variance,
                               h.params.eta2, h.params.gamma2, h.params.nu, h.params.kappa, h.params.tau,
-                              h.params.lag_shift, h.regime.alpha, h.regime.beta, (double)h.regime.regime};
-          return v[std::clamp(col, 0, 13)];
+                              h.params.lag_shift, h.regime.alpha, h.regime.beta, (double)h.regime.regime,
+                              (double)h.variant, (double)h.variant};
+          return v[std::clamp(col, 0, 15)];
         };
         std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
           double kx = key(a.heads_[x]), ky = key(a.heads_[y]);
@@ -323,7 +329,7 @@ struct Panels {
         ImGui::TableNextRow();
         for (size_t c = 0; c < cells.size(); ++c) {
           ImGui::TableNextColumn();
-          if (c + 1 == cells.size()) ImGui::TextColored(regime_color(h.regime.regime), "%s", cells[c].c_str());
+          if (c == kRegimeColumn) ImGui::TextColored(regime_color(h.regime.regime), "%s", cells[c].c_str());
           else if (c == 0 && h.layer == a.layer_ && h.head == a.head_) ImGui::Text("> %s", cells[c].c_str());
           else ImGui::TextUnformatted(cells[c].c_str());
         }

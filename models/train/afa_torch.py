@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rfa_torch import complex_weight_init, inv_softplus, rope_freqs, sc_rope_freqs
+from rfa_torch import init_complex_projections, inv_softplus, refuse_rfa_only_features, rope_freqs, sc_rope_freqs
 
 AFA_PRECISIONS = ("channel_sum", "one_channel", "weighted")
 
@@ -65,16 +65,7 @@ class MultiheadAFA(nn.Module):
             raise ValueError("d_k_total != d_v_total: AFA's queries, keys and values share the D channels")
         assert dk_tot % H == 0
         # What section 12 refuses with AFA, naming the field.
-        if a.use_complex_input_norm:
-            raise ValueError("use_complex_input_norm: AFA layers have no complex norms")
-        if a.use_complex_output_norm:
-            raise ValueError("use_complex_output_norm: AFA layers have no complex norms")
-        if a.use_inner_residual:
-            raise ValueError("use_inner_residual: AFA layers have no confidence gate")
-        if getattr(a, "phase_source", "omega_t") != "omega_t":
-            raise ValueError("phase_source: AFA layers rotate by omega t only")
-        if not getattr(a, "stationary_values", True):
-            raise ValueError("stationary_values: AFA layers need stationary (rotated) values")
+        refuse_rfa_only_features(a, "AFA")
         prec = getattr(a, "afa_precision", "channel_sum")
         if prec not in AFA_PRECISIONS:
             raise ValueError("afa_precision: expected one of %s, found %r" % (AFA_PRECISIONS, prec))
@@ -145,14 +136,7 @@ class MultiheadAFA(nn.Module):
             self.afa_weight_bias_v = nn.Parameter(inv_softplus(torch.full((H,), _WEIGHT_BIAS_INIT)))
 
         # Projections: RFA's initialisation.
-        with torch.no_grad():
-            for lin, din, dout in ((self.W_q, d_e, dk_tot), (self.W_k, d_e, dk_tot), (self.W_v, d_e, dv_tot)):
-                re, im = complex_weight_init(din, dout)
-                lin.weight.copy_(torch.cat([re.T, im.T], dim=0))
-                lin.bias.zero_()
-            re, im = complex_weight_init(dv_tot, d_e)
-            self.W_o.weight.copy_(torch.cat([re.T, im.T], dim=1) / math.sqrt(2.0))
-            self.W_o.bias.zero_()
+        init_complex_projections(self, d_e, dk_tot, dv_tot)
 
     # -- physical parameters (docs/variant-afa.md section 12) -----------------------------
     def decay_scale(self):

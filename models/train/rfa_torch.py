@@ -206,6 +206,33 @@ def make_norm(args, dim):
 # The attention layer
 # ----------------------------------------------------------------------------------------
 
+def init_complex_projections(m, d_e, dk_tot, dv_tot):
+    """The reference's initialisation of W_q, W_k, W_v (d_e -> 2 d_k, [Re; Im] rows) and W_o
+    (2 d_v -> d_e), shared by the RFA, AFA and RT-RFA modules (same RNG draws in the same order)."""
+    with torch.no_grad():
+        for lin, din, dout in ((m.W_q, d_e, dk_tot), (m.W_k, d_e, dk_tot), (m.W_v, d_e, dv_tot)):
+            re, im = complex_weight_init(din, dout)
+            lin.weight.copy_(torch.cat([re.T, im.T], dim=0))
+            lin.bias.zero_()
+        re, im = complex_weight_init(dv_tot, d_e)
+        m.W_o.weight.copy_(torch.cat([re.T, im.T], dim=1) / math.sqrt(2.0))
+        m.W_o.bias.zero_()
+
+
+def refuse_rfa_only_features(a, who):
+    """What docs/variant-afa.md section 12 and docs/variant-rt.md section 13 refuse, naming the field."""
+    if a.use_complex_input_norm:
+        raise ValueError("use_complex_input_norm: %s layers have no complex norms" % who)
+    if a.use_complex_output_norm:
+        raise ValueError("use_complex_output_norm: %s layers have no complex norms" % who)
+    if a.use_inner_residual:
+        raise ValueError("use_inner_residual: %s layers have no confidence gate" % who)
+    if getattr(a, "phase_source", "omega_t") != "omega_t":
+        raise ValueError("phase_source: %s layers rotate by omega t only" % who)
+    if not getattr(a, "stationary_values", True):
+        raise ValueError("stationary_values: %s layers need stationary (rotated) values" % who)
+
+
 class MultiheadIsotropicRFA(nn.Module):
     def __init__(self, args, n_heads=None, input_dim=None, d_k_total=None, d_v_total=None):
         super().__init__()
@@ -271,14 +298,7 @@ class MultiheadIsotropicRFA(nn.Module):
         self.P_prior_log = nn.Parameter(torch.zeros(1, 1, H, 1, 1))
         self.P_scale_log = nn.Parameter(torch.zeros(1, 1, H, 1, 1) - 2.0)
 
-        with torch.no_grad():
-            for lin, din, dout in ((self.W_q, d_e, dk_tot), (self.W_k, d_e, dk_tot), (self.W_v, d_e, dv_tot)):
-                re, im = complex_weight_init(din, dout)
-                lin.weight.copy_(torch.cat([re.T, im.T], dim=0))
-                lin.bias.zero_()
-            re, im = complex_weight_init(dv_tot, d_e)
-            self.W_o.weight.copy_(torch.cat([re.T, im.T], dim=1) / math.sqrt(2.0))
-            self.W_o.bias.zero_()
+        init_complex_projections(self, d_e, dk_tot, dv_tot)
 
     # -- physical per-head parameters ------------------------------------------------------
     def physical(self):

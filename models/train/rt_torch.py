@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rfa_torch import complex_weight_init, log_linear_decays, rope_freqs, sc_rope_freqs
+from rfa_torch import init_complex_projections, log_linear_decays, refuse_rfa_only_features, rope_freqs, sc_rope_freqs
 
 RT_COVARIANCES = ("stationary", "ou_rate")
 RT_KERNELS = ("student_t", "gaussian")
@@ -74,16 +74,7 @@ class MultiheadRT(nn.Module):
             raise ValueError("d_k_total != d_v_total: RT-RFA's queries, keys and values share the D complex dims")
         assert dk_tot % H == 0
         # What section 13 refuses with RT, naming the field.
-        if a.use_complex_input_norm:
-            raise ValueError("use_complex_input_norm: RT layers have no complex norms")
-        if a.use_complex_output_norm:
-            raise ValueError("use_complex_output_norm: RT layers have no complex norms")
-        if a.use_inner_residual:
-            raise ValueError("use_inner_residual: RT layers have no confidence gate")
-        if getattr(a, "phase_source", "omega_t") != "omega_t":
-            raise ValueError("phase_source: RT layers rotate by omega t only")
-        if not getattr(a, "stationary_values", True):
-            raise ValueError("stationary_values: RT layers need stationary (rotated) values")
+        refuse_rfa_only_features(a, "RT")
         cov = getattr(a, "rt_covariance", "stationary")
         if cov not in RT_COVARIANCES:
             raise ValueError("rt_covariance: expected one of %s, found %r" % (RT_COVARIANCES, cov))
@@ -140,14 +131,7 @@ class MultiheadRT(nn.Module):
         self.rt_beta_v = full(_BETA_RAW_INIT)
 
         # Projections: RFA's initialisation.
-        with torch.no_grad():
-            for lin, din, dout in ((self.W_q, d_e, dk_tot), (self.W_k, d_e, dk_tot), (self.W_v, d_e, dv_tot)):
-                re, im = complex_weight_init(din, dout)
-                lin.weight.copy_(torch.cat([re.T, im.T], dim=0))
-                lin.bias.zero_()
-            re, im = complex_weight_init(dv_tot, d_e)
-            self.W_o.weight.copy_(torch.cat([re.T, im.T], dim=1) / math.sqrt(2.0))
-            self.W_o.bias.zero_()
+        init_complex_projections(self, d_e, dk_tot, dv_tot)
 
     # -- physical parameters (docs/variant-rt.md section 13) ------------------------------
     def decay_scale(self):

@@ -36,9 +36,14 @@ ModelInfo model_info(const Model& m);
 // Physical parameters and regime of one head (docs/math.md §5).
 struct HeadSummary {
   int layer = 0, head = 0;
-  HeadParams params;
+  HeadParams params;  // AFA and RT-RFA heads: the RFA-shaped summary of their parameters (params.hpp)
   RegimeInfo regime;
   double omega_min = 0, omega_max = 0;  // band of |omega| over the head's complex dims
+  AttentionVariant variant = AttentionVariant::rfa;
+  // What the variant's own parameters say, in one line: AFA, its channels' decay range, how many
+  // are diffusive / integrative / Brownian, alpha; RT-RFA, beta_s, the floor tau_th2 and the lag
+  // penalty's slope 2 mu beta_s; RFA with accumulated phases, the step source; else empty.
+  std::string terms;
 };
 std::vector<HeadSummary> head_summaries(const Model& m);
 const AttentionParams& layer_params(const Model& m, int layer);

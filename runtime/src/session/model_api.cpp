@@ -1,6 +1,8 @@
 // The public face of a loaded model: load, describe, summarize.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "model/loader.hpp"
 #include "model/model.hpp"
@@ -72,6 +74,44 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
   return k;
 }
 
+namespace {
+std::string fmt3(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g", x);
+  return b;
+}
+
+// HeadSummary::terms (docs/variant-afa.md §11, docs/variant-rt.md §10, docs/variant-acc.md §8).
+std::string head_terms(const AttentionParams& p, int h) {
+  const size_t i = (size_t)h;
+  if (p.variant == AttentionVariant::afa) {
+    const AfaLayerParams& f = p.afa;
+    double lo = INFINITY, hi = 0;
+    int reg[3] = {0, 0, 0};  // diffusive, integrative, brownian per channel
+    for (int d = 0; d < p.dim; ++d) {
+      const size_t k = i * p.dim + (size_t)d;
+      const double mu = f.unitary ? 0.0 : f.mu[k];
+      lo = std::min(lo, mu);
+      hi = std::max(hi, mu);
+      reg[mu == 0 ? 2 : f.eta2[k] - f.sigma2[k] / (2 * mu) > 0 ? 1 : 0] += 1;
+    }
+    return "channels mu " + fmt3(lo) + ".." + fmt3(hi) + ", diffusive/integrative/brownian " + std::to_string(reg[0]) +
+           "/" + std::to_string(reg[1]) + "/" + std::to_string(reg[2]) + ", alpha " + fmt3(f.alpha[i]);
+  }
+  if (p.variant == AttentionVariant::rt) {
+    const RtLayerParams& r = p.rt;
+    return "beta_s " + fmt3(r.beta[i]) + ", tau_th2 " + fmt3(r.tau_th2[i]) + ", lag slope 2 mu beta_s " +
+           fmt3(2 * r.mu[i] * r.beta[i]);
+  }
+  switch (p.phase) {
+    case PhaseSource::accumulated_rope: return "accumulated rope steps";
+    case PhaseSource::accumulated_random: return "accumulated random steps";
+    case PhaseSource::accumulated_learned: return "accumulated learned steps";
+    default: return "";
+  }
+}
+}  // namespace
+
 std::vector<HeadSummary> head_summaries(const Model& m) {
   std::vector<HeadSummary> out;
   for (int l = 0; l < m.num_layers(); ++l) {
@@ -90,6 +130,8 @@ std::vector<HeadSummary> head_summaries(const Model& m) {
       }
       s.omega_min = p.dim ? lo : 0;
       s.omega_max = hi;
+      s.variant = p.variant;
+      s.terms = head_terms(p, h);
       out.push_back(s);
     }
   }
