@@ -3,7 +3,7 @@
 // mix, causal) on off-tile shapes, uniform, irregular and ~1e6 timestamps, in one prefill and in
 // calls of a few rows (decode steps merge several threads per row), shared-memory key tiles and
 // keys read from the cache, fp32 and fp16 K/V caches; long context where the thesis's factorised
-// transport overflows; the layer's checks and the probes that refuse AFA layers.
+// transport overflows; the layer's checks and the row diagnostics that refuse AFA layers.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -171,7 +171,7 @@ TEST_CASE("the AFA twin and GPU differ from RFA where they should, and agree whe
   CHECK(diff > 1e-2);
 }
 
-TEST_CASE("AFA layers: bad parameters are named, probes refuse them") {
+TEST_CASE("AFA layers: bad parameters are named, row diagnostics refuse them") {
   gpu::Context& g = test::gpu();
   AttentionParams p = afa(2, 4, 3);
   p.afa.mu[5] = -0.1;
@@ -192,17 +192,26 @@ TEST_CASE("AFA layers: bad parameters are named, probes refuse them") {
   p.sw.gate = true;
   CHECK_FALSE(ops::AttentionWeightsGpu::create(g, p).ok());
 
-  // The probes compute RFA's pair terms: refused with a message, not silently wrong.
+  // Row diagnostics compute RFA's pair terms: refused with a message, not silently wrong (the
+  // attention maps have an AFA form: tests/test_afa_probe.cpp).
   p = afa(2, 4, 3);
   const Inputs in = make_inputs(p, 1, 10, 1, 0);
   Fixture f(p, in);
   f.run(10);
-  gpu::Buffer ahat = f.up(std::vector<float>(100)), a = f.up(std::vector<float>(100));
+  gpu::Buffer out = f.up(std::vector<float>(80));
+  const float thr[4] = {0.f, 1.f, 2.f, 3.f};
   gpu::Recorder rec(g);
   REQUIRE(rec.begin().ok());
-  const Status s = ops::record_rfa_probe(g, rec, f.w, f.cache, f.ts, 0, 0, 0, 10, 0, 10, ahat, a);
+  const Status s = ops::record_rfa_row_diagnostics(g, rec, f.w, f.cache, f.ts, 0, 0, 0, 10, thr, out);
   CHECK(s.code() == Code::unsupported);
   CHECK(s.message().find("AFA layer") != std::string::npos);
+}
+
+TEST_CASE("AFA weighted precision: a zero-weight channel without noise adds nothing, as in the twin") {
+  AttentionParams p = afa(2, 8, 44, AfaPrecision::weighted);
+  p.afa.weight[3] = 0.0;
+  p.afa.sigma2[3] = p.afa.eta2[3] = p.afa.gamma2[3] = 0.0;
+  check_afa(p, make_inputs(p, 1, 30, 45, 1), 30, AttentionPath{}, kTol);
 }
 
 TEST_CASE("the AFA kernel's tiling is data") {

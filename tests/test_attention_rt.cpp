@@ -183,3 +183,14 @@ TEST_CASE("an RT head's kernel curves (the viewer's panel) equal the twin's") {
     }
   }
 }
+
+TEST_CASE("RT-RFA: a zero query or key is at distance |qh - kh|^2, as in the twin") {
+  AttentionParams p = rt(2, 4, 17);
+  Inputs in = make_inputs(p, 1, 20, 6, 1);
+  const size_t W = 2 * 2 * 4;
+  for (size_t d = 0; d < W; ++d) {
+    in.q[4 * W + d] = 0.f;  // position 4's query
+    in.k[7 * W + d] = 0.f;  // position 7's key
+  }
+  check_rt(p, in, 20, AttentionPath{}, kTol);
+}

@@ -392,6 +392,44 @@ TEST_CASE("asynchronous frames: a step and its maps in one submission, results w
   CHECK((*S)->end_frame().code() == Code::invalid_argument);  // no frame open
 }
 
+TEST_CASE("a watched row of an AFA or RT-RFA layer: its weights, NaN diagnostics") {
+  // The viewer's watched row (Session::watch_row) on the variants: the weights come from their
+  // probes and equal the synchronous attention probe; RFA's row diagnostics do not apply (NaN).
+  for (AttentionVariant v : {AttentionVariant::afa, AttentionVariant::rt}) {
+    CAPTURE((int)v);
+    Model m = *model(Architecture::signal, 101);
+    std::mt19937 rng(102);
+    for (auto& blk : m.blocks)
+      blk.attn.params = v == AttentionVariant::afa ? test::make_afa_params(3, 4, rng) : test::make_rt_params(3, 4, rng);
+    auto mp = std::make_shared<const Model>(m);
+    const int N = 12;
+    const Stream s = make_stream(*mp, 1, N, 103);
+    SessionOptions o;
+    o.max_context = N;
+    auto S = Session::create(test::context(), mp, o);
+    REQUIRE(S.ok());
+    REQUIRE(feed(**S, s, 0, N - 1).ok());
+    const double th[4] = {1, 2, 3, 4};
+    REQUIRE((*S)->begin_frame().ok());
+    REQUIRE(feed(**S, s, N - 1, 1).ok());
+    REQUIRE((*S)->watch_row(1, 2, 0, N - 1, false, th).ok());
+    REQUIRE((*S)->end_frame().ok());
+    REQUIRE((*S)->wait_frame().ok());
+    const WatchedRow& w = (*S)->watched_row();
+    REQUIRE(w.valid);
+    auto a = (*S)->attention(1, 2, 0, N - 1, N, 0, N, false);
+    REQUIRE(a.ok());
+    REQUIRE(w.weights.size() == (size_t)N);
+    double sum = 0;
+    for (int j = 0; j < N; ++j) {
+      CHECK(w.weights[(size_t)j] == doctest::Approx((*a)[(size_t)j]).epsilon(1e-6));
+      sum += w.weights[(size_t)j];
+    }
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+    CHECK(std::isnan(w.diagnostics.entropy));
+  }
+}
+
 TEST_CASE("head diagnostics of a wrapped sliding-window ring agree with the row probes") {
   auto m = model(Architecture::signal, 91);
   const int N = 300, W = 20;

@@ -3,17 +3,11 @@
 // rotation to the query's time is already in the frame). Included by afa_attention.comp and
 // afa_attention_kv16.comp.
 //
-// Per pair (i, j), per channel k, from the lag l = t_i - t_j formed from double-float times:
-//   e_k = exp(-mu_k |l|)                                   the channel's own decay
-//   R2  = |q|^2 + sum_k e_k^2 |K_jk|^2 - 2 e_k Re(conj(q~_k) K~_jk)
-//   cov_k = sigma2_k phi_k + eta2_k e_k^2 + gamma2_k,  phi_k = (1 - e_k^2) / (2 mu_k)
-//   v^C  = sum_k cov_k | cov_c | 1 / (sum_k w_k / cov_k + b)        (PREC 0 | 1 | 2)
-//   logit = alpha^2 * -log(nu v^C + R2 + eps)
+// Per pair (i, j): the logit and the channels' decays e_k = exp(-mu_k |l|) from common/afa_pair.glsl
+// (shared with the probe, which must reproduce these weights), then
 //   acc_k += exp(logit - m) e_k V~_jk                     (online softmax, rescaled per key)
-// Every e_k comes from the pair's own lag (never e^{-mu t_i} e^{mu t_j}: that product overflows
-// float once mu t passes ~88, docs/variant-afa.md §7), so the kernel is exact at any context and
-// timestamp offset the lag representation allows. D exponentials per pair: the price of
-// per-channel decays (RFA has one per pair).
+// D exponentials per pair: the price of per-channel decays (RFA has one per pair); the e_k stay
+// in registers between the logit and the value sum.
 // Epilogue: normalise, optional mix with the query's own value, counter-rotate by omega_k t_i,
 // and the prediction e^{lambda_k h} (a per-channel complex factor the host computes in double).
 //
@@ -60,9 +54,8 @@ layout(push_constant) uniform Push { AttentionPush pc; };
 
 #include "rfa_cache_ring.glsl"
 #include "rfa_phase.glsl"
+#include "afa_pair.glsl"
 
-shared vec4 sch[D];  // the head's (mu, sigma2, eta2, gamma2) per channel
-shared float sw[D];  // w_k (PREC 2)
 shared vec2 sk[KV_TILE];
 shared vec2 sv[KV_TILE];
 shared vec2 st[BK];
@@ -70,19 +63,8 @@ shared float sm[WG];
 shared float sl[WG];
 shared vec2 sred[RED];
 
-// z / |z| per channel (the unitary switch); a zero channel stays zero.
-vec2 unit_channel(vec2 z) {
-  const float n2 = dot(z, z);
-  return n2 > 0.0 ? z * inversesqrt(n2) : vec2(0.0);
-}
-
-// (1 - e^2) / (2 mu) with e = exp(-mu l), accurate where 1 - e^2 cancels: a series below
-// x = 2 mu l = 0.1 (relative error < 2e-8), the closed form above; l at mu = 0.
-float afa_phi(float mu, float l, float e) {
-  const float x = 2.0 * mu * l;
-  if (x < 0.1) return l * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0 - x * (1.0 / 120.0)))));
-  return (1.0 - e * e) / (2.0 * mu);
-}
+// The pair logit's keys: `key` is the key's cache cell (DIRECT_KV) or its row in the shared tile.
+vec2 afa_key(uint key, uint k) { return DIRECT_KV ? KV_LOAD(Kc[key * D + k]) : sk[key * D + k]; }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -99,20 +81,12 @@ void main() {
   const uint HD = pc.heads * D;
   const vec4 hv = afa[2 * HD + h];  // (nu, alpha^2, b, eps)
 
-  for (uint k = tid; k < D; k += WG) {
-    sch[k] = afa[h * D + k];
-    sw[k] = afa[HD + h * D + k].y;
-  }
+  afa_load_head(h, HD, tid, WG);
   barrier();
 
   const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
   vec2 q[D];
-  float qn = 0.0;
-  [[unroll]] for (uint k = 0; k < D; ++k) {
-    q[k] = row_live ? Qc[icell * D + k] : vec2(0.0);
-    if (UNITARY) q[k] = unit_channel(q[k]);
-    qn += dot(q[k], q[k]);
-  }
+  const float qn = afa_load_query(icell, row_live, q);
   float m = NEG_INF, l = 0.0;
   vec2 acc[D];
   [[unroll]] for (uint k = 0; k < D; ++k) acc[k] = vec2(0.0);
@@ -139,27 +113,8 @@ void main() {
       for (uint jj = jbeg + sidx; jj < jend; jj += S) {
         const uint ks = slot_of(j0 + jj);
         const vec2 tj = DIRECT_KV ? ts[tbase + ks] : st[jj];
-        const float lag = abs((ti.x - tj.x) + (ti.y - tj.y));
         float ek[D];
-        float R2 = qn, vsum = 0.0;
-        [[unroll]] for (uint k = 0; k < D; ++k) {
-          vec2 kk = DIRECT_KV ? KV_LOAD(Kc[(base + ks) * D + k]) : sk[jj * D + k];
-          if (UNITARY) kk = unit_channel(kk);
-          const vec4 c = sch[k];  // mu, sigma2, eta2, gamma2 (mu = 0 under the unitary switch)
-          const float e = exp(-c.x * lag);
-          ek[k] = e;
-          R2 += e * (e * dot(kk, kk) - 2.0 * dot(q[k], kk));
-          const float cov = c.y * afa_phi(c.x, lag, e) + c.z * e * e + c.w;
-          if (PREC == 0) vsum += cov;
-          else if (PREC == 1) vsum = k == PCHAN ? cov : vsum;
-          else vsum += sw[k] / cov;
-        }
-        const float vC = PREC == 2 ? 1.0 / (vsum + hv.z) : vsum;
-        // The expanded residual can round below zero where the key matches the query.
-        const float arg = hv.x * vC + max(R2, 0.0) + hv.w;
-        // arg = 0 (no noise, eps = 0, an exact match) would be an infinite logit: floored at the
-        // smallest normal float, so such keys dominate the row but the sums stay finite.
-        const float logit = hv.y == 0.0 ? 0.0 : -hv.y * log(max(arg, 1.17549435e-38));
+        const float logit = afa_pair_logit(q, qn, DIRECT_KV ? base + ks : jj, afa_lag(ti, tj), hv, ek);
         if (logit > m) {
           const float sc = exp(m - logit);  // 0 on the row's first key (m = -inf)
           l *= sc;
@@ -209,7 +164,7 @@ void main() {
   const bool has_keys = l > 0.0;
   const float inv_l = has_keys ? 1.0 / l : 0.0;
   const uint orow = (b * pc.n_new + qi) * 2 * HD;
-  for (uint k = 0; k < D; ++k) {
+  [[unroll]] for (uint k = 0; k < D; ++k) {  // unrolled: acc[k] stays in registers
     const vec4 x = afa[HD + h * D + k];  // gate, w, e^{lambda h}
     vec2 z = acc[k] * inv_l;
     if (MIX) z = (1.0 - x.x) * KV_LOAD(Vc[icell * D + k]) + x.x * z;  // in the frame: same mix

@@ -1,18 +1,15 @@
-// The fused RT-RFA kernel: directional Robust Filter Attention on the sphere (docs/variant-rt.md
-// §3), over the caches the rotate pass fills in its UNIT mode: unit directions Q~, K~, V~ rotated
-// by e^{-i omega t}, log(m^2 + eps) per token (m = |V| before normalisation) in q_norm2/k_norm2,
-// and the unit value unrotated in v_norm. Included by rt_attention.comp and rt_attention_kv16.comp.
+// The fused RT-RFA kernel: directional Robust Filter Attention on the sphere
+// (docs/variant-rt.md §3), over the caches the rotate pass fills in its UNIT mode: unit directions
+// Q~, K~, V~ rotated by e^{-i omega t}, log(m^2 + eps) per token (m = |V| before normalisation) in
+// q_norm2/k_norm2, and the unit value unrotated in v_norm. Included by rt_attention.comp and
+// rt_attention_kv16.comp.
 //
-// Per pair (i, j), from the lag l = |t_i - t_j| formed from double-float times:
-//   c      = Re(Q~_i^H K~_j),  R2 = 2 - 2c                       (unit vectors: |qh - rotated kh|^2)
-//   S(l)   = s2t (1 - E^2) + eta2 E^2 + gamma2  |  sigma2 phi + eta2 E^2 + gamma2,  E = e^{-mu l}
-//   log P  = -logaddexp(log(a_i + tau_th2), log S(l) - log(m_j^2 + eps) + 2 mu l),  a_i = S(0) / (m_i^2 + eps)
-//   L      = log P - kappa log(1 + P R2 / nu)  |  log P - P R2;   logit = beta_s L
-//   acc   += exp(logit - m) V~_j                                  (no decay on weights or values)
-// The precision stays in the log domain: the literal S e^{2 mu l} overflows float at mu l ~ 44,
-// the log form is finite at every lag (§3.2, §5).
+// Per pair (i, j): the logit of common/rt_pair.glsl (log-domain precision from the pair's lag,
+// Student-t or Gaussian score; shared with the probe, rt_probe_body.glsl), then
+//   acc += exp(logit - m) V~_j                      (no decay on weights or values)
 // Epilogue: ubar = counter-rotated acc / l; the output is the tangent update
-// T = ubar - Re(vh_i^H ubar) / |vh_i|^2 vh_i (§3.4), vh_i from v_norm (fp32 whatever the cache).
+// T = ubar - Re(vh_i^H ubar) / |vh_i|^2 vh_i (docs/variant-rt.md §3.4), vh_i from v_norm (fp32
+// whatever the cache).
 //
 // Threads, tiles and the merge of a row's split keys are the AFA kernel's
 // (common/afa_attention_body.glsl): BQ rows x S threads, shared key tiles or the cache directly.
@@ -57,6 +54,7 @@ layout(push_constant) uniform Push { AttentionPush pc; };
 
 #include "rfa_cache_ring.glsl"
 #include "rfa_phase.glsl"
+#include "rt_pair.glsl"
 
 shared vec2 sk[KV_TILE];
 shared vec2 sv[KV_TILE];
@@ -66,19 +64,8 @@ shared float sm[WG];
 shared float sl[WG];
 shared vec2 sred[RED];
 
-// 1 - e^{-x} for x >= 0, accurate where it cancels (a series below 0.1: relative error < 2e-8).
-float one_minus_exp(float x) {
-  if (x < 0.1) return x * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0 - x * (1.0 / 120.0)))));
-  return 1.0 - exp(-x);
-}
-
-// The tangential covariance S(l) of the head (mu_t = mu).
-float rt_cov(vec4 a, vec4 b, float l) {
-  const float x = 2.0 * a.x * l, e2 = exp(-x);
-  const float proc = COV == 0 ? a.y * one_minus_exp(x)
-                              : a.z * (a.x > 0.0 ? one_minus_exp(x) / (2.0 * a.x) : l);
-  return proc + a.w * e2 + b.x;
-}
+// Key component k of a cache cell (keys read from the cache) or of a row of the shared key tile.
+vec2 rt_key(uint key, uint k) { return DIRECT_KV ? KV_LOAD(Kc[key * D + k]) : sk[key * D + k]; }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -97,10 +84,9 @@ void main() {
 
   const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
   vec2 q[D];
-  [[unroll]] for (uint k = 0; k < D; ++k) q[k] = row_live ? Qc[icell * D + k] : vec2(0.0);
-  // The query's angular variance a_i = S(0) / (m_i^2 + eps), and log(a_i + tau_th2).
-  const float a_i = hc.y > 0.0 ? hc.y * exp(-(row_live ? q_lm2[icell] : 0.0)) : 0.0;
-  const float log_q = log(a_i + hb.y);
+  const float qq = rt_load_query(icell, row_live, q);  // |qh|^2: 1, or 0 for a zero query
+  // log(a_i + tau_th2): the query's angular variance a_i = S(0) / (m_i^2 + eps) plus the floor.
+  const float log_q = rt_query_log_var(hb, hc, row_live ? q_lm2[icell] : 0.0);
   float m = NEG_INF, l = 0.0;
   vec2 acc[D];
   [[unroll]] for (uint k = 0; k < D; ++k) acc[k] = vec2(0.0);
@@ -132,20 +118,8 @@ void main() {
         const uint ks = slot_of(j0 + jj);
         const vec2 tj = DIRECT_KV ? ts[tbase + ks] : st[jj];
         const float lm_j = DIRECT_KV ? k_lm2[base + ks] : slm[jj];
-        const float lag = abs((ti.x - tj.x) + (ti.y - tj.y));
-        float c = 0.0;
-        [[unroll]] for (uint k = 0; k < D; ++k)
-          c += dot(q[k], DIRECT_KV ? KV_LOAD(Kc[(base + ks) * D + k]) : sk[jj * D + k]);
-        const float R2 = max(2.0 - 2.0 * c, 0.0);
-        const float Sl = rt_cov(ha, hb, lag);
-        // log of the key's angular variance; -inf without noise (then log P = -log(a_i + tau_th2)).
-        const float log_k = Sl > 0.0 ? log(Sl) - lm_j + 2.0 * ha.x * lag : NEG_INF;
-        const float hi = max(log_q, log_k);
-        const float log_p = -(hi + log(1.0 + exp(-abs(log_q - log_k))));
-        if (!(log_p > NEG_INF)) continue;  // a zero-magnitude key carries no direction: weight 0
-        const float d2 = exp(log_p) * R2;
-        const float L = KERNEL == 0 ? log_p - hb.w * log(1.0 + d2 / hb.z) : log_p - d2;
-        const float logit = hc.x * L;
+        const float logit = rt_pair_logit(q, qq, log_q, DIRECT_KV ? base + ks : jj, lm_j, rt_lag(ti, tj), ha, hb, hc);
+        if (logit == NEG_INF) continue;  // a zero-magnitude key carries no direction: weight 0
         if (logit > m) {
           const float sc = exp(m - logit);  // 0 on the row's first key (m = -inf)
           l *= sc;
@@ -193,14 +167,14 @@ void main() {
   const float inv_l = has_keys ? 1.0 / l : 0.0;
   const uint orow = (b * pc.n_new + qi) * 2 * HD;
   float proj = 0.0, vv = 0.0;
-  for (uint k = 0; k < D; ++k) {
+  [[unroll]] for (uint k = 0; k < D; ++k) {
     acc[k] = rfa_cmul(acc[k] * inv_l, rfa_cis(rfa_angle(omega[h * D + k], ti)));
     const vec2 vh = vec2(v_unit[orow + h * D + k], v_unit[orow + HD + h * D + k]);
     proj += dot(vh, acc[k]);
     vv += dot(vh, vh);
   }
   const float coef = vv > 0.0 ? proj / vv : 0.0;
-  for (uint k = 0; k < D; ++k) {
+  [[unroll]] for (uint k = 0; k < D; ++k) {
     const vec2 vh = vec2(v_unit[orow + h * D + k], v_unit[orow + HD + h * D + k]);
     const vec2 T = acc[k] - coef * vh;
     attn_out[orow + h * D + k] = T.x;

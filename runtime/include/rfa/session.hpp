@@ -120,8 +120,8 @@ struct KernelCurves {
   std::vector<double> decay, vcov, precision, bias;  // [lags], for one head
 };
 // The same curves computed on the host in double from the model's parameters (no GPU, no session):
-// what a panel can redraw every frame without waiting on the device. AFA layers (docs/variant-afa.md
-// §11): decay = the channel-mean e^{-mu_k lag}, vcov = the score covariance v^C(lag), precision =
+// what a panel can redraw every frame without waiting on the device. AFA layers
+// (docs/variant-afa.md §11): decay = the channel-mean e^{-mu_k lag}, vcov = the score covariance v^C(lag), precision =
 // 1 / (nu v^C), bias = -alpha^2 log(nu v^C + eps), the logit of a key that matches the query.
 // RT-RFA layers (docs/variant-rt.md §10): decay = the magnitude decay e^{-mu lag}, vcov = S(lag),
 // precision = P(lag) between tokens of unit magnitude, bias = beta_s log P (that pair's logit at
@@ -134,7 +134,7 @@ struct WatchedRow {
   int layer = 0, head = 0, b = 0, row = 0, first_key = 0;
   bool decayed = false;
   std::vector<float> weights;  // Ahat or A over keys [first_key, row]
-  RowDiagnostics diagnostics;
+  RowDiagnostics diagnostics;  // NaN for AFA and RT-RFA layers (RFA's row diagnostics only)
 };
 
 // Generation (language models): Session::generate.

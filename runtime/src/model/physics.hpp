@@ -66,8 +66,8 @@ struct AfaLagTerms {
 };
 AfaLagTerms afa_lag_terms(const AttentionParams& p, int h, double lag);
 
-// An RT-RFA head's lag-only terms at |lag| between tokens of magnitude m (docs/variant-rt.md §3.2,
-// §10): the magnitude decay, S(lag), log P and beta_s log P.
+// An RT-RFA head's lag-only terms at |lag| between tokens of magnitude m (docs/variant-rt.md §3.2
+// and docs/variant-rt.md §10): the magnitude decay, S(lag), log P and beta_s log P.
 struct RtLagTerms {
   double decay = 0, S = 0, log_P = 0, bias = 0;
 };

@@ -35,7 +35,7 @@ Status check_afa_params(const AttentionParams& p) {
     RFA_TRY(sized(f.weight_bias, H, "weight_bias"));
   }
   for (size_t k = 0; k < HD; ++k) {
-    // Growing modes have no stationary covariance and overflow the transport (docs/variant-afa.md §10.17).
+    // Growing modes have no stationary covariance and overflow the transport (docs/variant-afa.md §10, decision 17).
     if (f.mu[k] < 0) return bad("params.afa.mu[" + std::to_string(k) + "] < 0 (a growing mode)");
     if (f.sigma2[k] < 0 || f.eta2[k] < 0 || f.gamma2[k] < 0)
       return bad("params.afa noise variances must be >= 0 (channel " + std::to_string(k) + ")");

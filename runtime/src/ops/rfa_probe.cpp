@@ -1,4 +1,5 @@
-// The viewer's readouts of an RFA layer: exact attention rectangles, row diagnostics and curves.
+// The viewer's readouts of an RFA layer: exact attention rectangles, row diagnostics and curves;
+// of an AFA or RT-RFA layer, the rectangles only.
 #include "ops/rfa_probe.hpp"
 
 #include <string>
@@ -36,12 +37,32 @@ Result<const gpu::Pipeline*> probe_pipeline(gpu::Context& ctx, const AttentionPa
   return ctx.pipelines().get<ProbePush>(kv_f16 ? "rfa_probe_kv16" : "rfa_probe", spec);
 }
 
+// The rectangle of an AFA layer (shaders/afa_probe.comp): AFA's pair logit against the row
+// statistics the fused AFA kernel wrote; A is the mean decayed mass (docs/variant-afa.md §11).
+Result<const gpu::Pipeline*> afa_probe_pipeline(gpu::Context& ctx, const AttentionParams& p, bool kv_f16) {
+  const AfaLayerParams& f = p.afa;
+  // constant_id 0: D, 1: CAUSAL, 2: PREC, 3: UNITARY, 4: PCHAN
+  gpu::SpecConstants spec;
+  spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)f.precision).flag(f.unitary)
+      .u32((uint32_t)f.precision_channel);
+  return ctx.pipelines().get<ProbePush>(kv_f16 ? "afa_probe_kv16" : "afa_probe", spec);
+}
+
+// The rectangle of an RT-RFA layer (shaders/rt_probe.comp): RT's pair logit against the row
+// statistics the fused RT kernel wrote; A = Ahat (no decay on RT weights or values,
+// docs/variant-rt.md §10).
+Result<const gpu::Pipeline*> rt_probe_pipeline(gpu::Context& ctx, const AttentionParams& p, bool kv_f16) {
+  // constant_id 0: D, 1: CAUSAL, 2: COV, 3: KERNEL
+  gpu::SpecConstants spec;
+  spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)p.rt.covariance).u32((uint32_t)p.rt.kernel);
+  return ctx.pipelines().get<ProbePush>(kv_f16 ? "rt_probe_kv16" : "rt_probe", spec);
+}
+
 }  // namespace
 
 Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& c,
                         const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
                         uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out) {
-  RFA_TRY(require_rfa_layer(w.params(), "attention probe"));
   RFA_TRY(check_probe(w, c, b, head, r0, r1));
   if (c0 > c1 || c1 > c.filled || c0 < c.oldest())
     return make_error(Code::invalid_argument, "rfa probe: columns not within the positions still in the cache");
@@ -49,9 +70,29 @@ Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (n == 0) return Status::Ok();
   if (ahat_out.size < n * 4 || a_out.size < n * 4)
     return make_error(Code::invalid_argument, "rfa probe: output buffers smaller than rows x cols floats");
+  ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, {0, 0, 0, 0}};
+  if (w.params().variant == AttentionVariant::afa) {
+    auto pipe = afa_probe_pipeline(ctx, w.params(), c.kv_f16);
+    if (!pipe) return pipe.status();
+    rec.dispatch(**pipe,
+                 {gpu::in(w.afa_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.row_max),
+                  gpu::in(c.row_sum), gpu::out(ahat_out), gpu::out(a_out)},
+                 &push, (uint32_t)((n + 63) / 64), 1, 1, "afa_probe");
+    return Status::Ok();
+  }
+  if (w.params().variant == AttentionVariant::rt) {
+    auto pipe = rt_probe_pipeline(ctx, w.params(), c.kv_f16);
+    if (!pipe) return pipe.status();
+    // q_norm2 / k_norm2 hold log(m^2 + eps) per token for RT layers (the rotate pass's UNIT mode).
+    rec.dispatch(**pipe,
+                 {gpu::in(w.rt_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
+                  gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(ahat_out), gpu::out(a_out)},
+                 &push, (uint32_t)((n + 63) / 64), 1, 1, "rt_probe");
+    return Status::Ok();
+  }
+  RFA_TRY(require_rfa_layer(w.params(), "attention probe"));  // a variant with no rectangle of its own
   auto pipe = probe_pipeline(ctx, w.params(), 0, c.kv_f16);
   if (!pipe) return pipe.status();
-  ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, {0, 0, 0, 0}};
   rec.dispatch(**pipe,
                {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
                 gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(ahat_out), gpu::out(a_out)},

@@ -1,6 +1,7 @@
 // The viewer's readouts of an RFA layer on the GPU (shaders/rfa_probe.comp, rfa_curves.comp): exact
 // Ahat / A rectangles and row diagnostics from the caches record_rfa_attention filled, per-head
-// curves from the head table, and the host-side regime of a head.
+// curves from the head table, and the host-side regime of a head. AFA and RT-RFA layers have the
+// rectangles (shaders/afa_probe.comp, shaders/rt_probe.comp).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,11 @@ namespace rfa::ops {
 
 // Exact Ahat and A of rows [r0, r1) x cols [c0, c1) (absolute positions) of (b, head), from the
 // caches and row statistics: [rows, cols] floats each, masked entries 0. Positions must be < filled.
+// AFA layers (shaders/afa_probe.comp): Ahat is the softmax weight and A = Ahat (1/D) sum_k
+// e^{-mu_k |l|}, the mean over channels of the decayed weight (AFA decays per channel;
+// docs/variant-afa.md §11). RT-RFA layers (shaders/rt_probe.comp): Ahat is the softmax weight and
+// A = Ahat (RT decays neither weights nor values; docs/variant-rt.md §10). The other readouts
+// below are RFA-only: they refuse AFA and RT layers.
 Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& cache,
                         const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
                         uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out);

@@ -226,7 +226,10 @@ Status Session::watch_row(int layer, int head, int b, int row, bool decayed, con
   RFA_TRY(R.begin());
   Status s = ops::record_rfa_probe(*I.g, R, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head, (uint32_t)row,
                                    (uint32_t)row + 1, (uint32_t)first, (uint32_t)last, I.watch_ahat, I.watch_a);
-  if (s.ok())
+  // The row diagnostics compute RFA's pair terms: an AFA or RT-RFA row comes with its weights and
+  // NaN diagnostics (not available) rather than no row at all.
+  if (s.ok() && L.attn->params().variant != AttentionVariant::rfa) R.fill(I.watch_diag, 0x7fc00000u);
+  else if (s.ok())
     s = ops::record_rfa_row_diagnostics(*I.g, R, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head,
                                         (uint32_t)row, (uint32_t)row + 1, th, I.watch_diag);
   R.copy(decayed ? I.watch_a : I.watch_ahat, I.watch_out, cols * 4);

@@ -1,0 +1,94 @@
+// The logit of one AFA query-key pair (docs/variant-afa.md §4), shared by the fused kernel
+// (afa_attention_body.glsl) and the probe (afa_probe_body.glsl): the probe's weights are the
+// kernel's weights only if both form the logit with the same arithmetic, against the row
+// statistics m, l the kernel left.
+//
+// Per pair (i, j), per channel k, from the lag l = t_i - t_j formed from double-float times:
+//   e_k = exp(-mu_k |l|)                                   the channel's own decay
+//   R2  = |q|^2 + sum_k e_k^2 |K_jk|^2 - 2 e_k Re(conj(q~_k) K~_jk)
+//   cov_k = sigma2_k phi_k + eta2_k e_k^2 + gamma2_k,  phi_k = (1 - e_k^2) / (2 mu_k)
+//   v^C  = sum_k cov_k | cov_c | 1 / (sum_k w_k / cov_k + b)        (PREC 0 | 1 | 2)
+//   logit = alpha^2 * -log(nu v^C + R2 + eps)
+// Every e_k comes from the pair's own lag (never e^{-mu t_i} e^{mu t_j}: that product overflows
+// float once mu t passes ~88, docs/variant-afa.md §7). The e_k go back to the caller: the fused
+// kernel's value sum and the probe's decayed mass need them, and recomputing them would cost D
+// more exponentials per pair.
+//
+// The including shader declares the spec constants D, PREC, PCHAN and UNITARY, the layer table
+// `afa` (vec4s, ops/afa_attention.cpp's afa_layer_table) and the Q cache `Qc`, enables
+// GL_EXT_control_flow_attributes, and defines afa_key (below). Every loop over a pair's D channels
+// is unrolled: lavapipe caps an invocation's loop iterations, and q[] and ek[] stay in registers.
+#ifndef AFA_PAIR_GLSL
+#define AFA_PAIR_GLSL
+
+shared vec4 sch[D];  // the head's (mu, sigma2, eta2, gamma2) per channel (mu = 0 under the unitary switch)
+shared float sw[D];  // w_k (PREC 2)
+
+// Channel k of the key `key` (what `key` indexes is the includer's business: a cache cell, a row of
+// a shared-memory tile).
+vec2 afa_key(uint key, uint k);
+
+// z / |z| per channel (the unitary switch); a zero channel stays zero.
+vec2 unit_channel(vec2 z) {
+  const float n2 = dot(z, z);
+  return n2 > 0.0 ? z * inversesqrt(n2) : vec2(0.0);
+}
+
+// (1 - e^2) / (2 mu) with e = exp(-mu l), accurate where 1 - e^2 cancels: a series below
+// x = 2 mu l = 0.1 (relative error < 2e-8), the closed form above; l at mu = 0.
+float afa_phi(float mu, float l, float e) {
+  const float x = 2.0 * mu * l;
+  if (x < 0.1) return l * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0 - x * (1.0 / 120.0)))));
+  return (1.0 - e * e) / (2.0 * mu);
+}
+
+// Head h's channel parameters into shared memory, threads tid = 0..n-1 of the workgroup; HD = H * D.
+// The caller places the barrier.
+void afa_load_head(uint h, uint HD, uint tid, uint n) {
+  for (uint k = tid; k < D; k += n) {
+    sch[k] = afa[h * D + k];
+    sw[k] = afa[HD + h * D + k].y;
+  }
+}
+
+// The query of cache cell icell (zeros for a row that is not live), projected per channel under the
+// unitary switch; returns |q|^2.
+float afa_load_query(uint icell, bool live, out vec2 q[D]) {
+  float qn = 0.0;
+  [[unroll]] for (uint k = 0; k < D; ++k) {
+    q[k] = live ? Qc[icell * D + k] : vec2(0.0);
+    if (UNITARY) q[k] = unit_channel(q[k]);
+    qn += dot(q[k], q[k]);
+  }
+  return qn;
+}
+
+// |t_i - t_j| from (hi, lo) timestamps: the decay and the covariance use |l| (non-causal layers
+// see l < 0); the rotation is already in the caches' frame.
+float afa_lag(vec2 ti, vec2 tj) { return abs((ti.x - tj.x) + (ti.y - tj.y)); }
+
+// The logit of query q (|q|^2 = qn, from afa_load_query) against key `key` at lag |l| = lag, with the
+// head's hv = (nu, alpha^2, b, eps); ek receives e_k = exp(-mu_k lag).
+float afa_pair_logit(const vec2 q[D], float qn, uint key, float lag, vec4 hv, out float ek[D]) {
+  float R2 = qn, vsum = 0.0;
+  [[unroll]] for (uint k = 0; k < D; ++k) {
+    vec2 kk = afa_key(key, k);
+    if (UNITARY) kk = unit_channel(kk);
+    const vec4 c = sch[k];  // mu, sigma2, eta2, gamma2
+    const float e = exp(-c.x * lag);
+    ek[k] = e;
+    R2 += e * (e * dot(kk, kk) - 2.0 * dot(q[k], kk));
+    const float cov = c.y * afa_phi(c.x, lag, e) + c.z * e * e + c.w;
+    if (PREC == 0) vsum += cov;
+    else if (PREC == 1) vsum = k == PCHAN ? cov : vsum;
+    else vsum += sw[k] > 0.0 ? sw[k] / cov : 0.0;  // a zero-weight channel adds nothing, even at cov = 0 (the twin skips it)
+  }
+  const float vC = PREC == 2 ? 1.0 / (vsum + hv.z) : vsum;
+  // The expanded residual can round below zero where the key matches the query.
+  const float arg = hv.x * vC + max(R2, 0.0) + hv.w;
+  // arg = 0 (no noise, eps = 0, an exact match) would be an infinite logit: floored at the
+  // smallest normal float, so such keys dominate the row but the sums stay finite.
+  return hv.y == 0.0 ? 0.0 : -hv.y * log(max(arg, 1.17549435e-38));
+}
+
+#endif

@@ -1,0 +1,311 @@
+// The attention probe of RT-RFA layers (record_rfa_probe -> shaders/rt_probe*.comp) against the RT
+// twin's attention matrix (ref::rt_attention with want_matrices): Ahat is the softmax weight, and
+// A = Ahat bit for bit (no decay on RT weights or values, docs/variant-rt.md §10). After prefill,
+// chunked and decode runs, fp32 and fp16 caches, shared key tiles and keys read from the cache,
+// uniform, irregular and ~1e6 timestamps, both covariances and both kernels, causal and not; the
+// whole square and an off-tile block; masked cells exactly 0, rows summing to 1; a windowed ring
+// smaller than the stream; keys without direction (weight exactly 0) and lags where the literal
+// precision overflows. The probe reads the row statistics the fused RT kernel wrote, so this
+// checks them too. Row diagnostics, curves and tomography stay RFA-only: refused, naming RT.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention_support.hpp"
+#include "model_factory.hpp"
+#include "ops/rfa_attention.hpp"
+#include "ops/rfa_probe.hpp"
+#include "ops/rfa_tomography.hpp"
+#include "reference/ops_ref.hpp"
+#include "reference/rt_ref.hpp"
+
+using namespace rfa;
+using namespace rfa::test;
+
+namespace {
+
+AttentionParams rt(int H, int D, uint32_t seed, RtCovariance cov, RtKernel kernel, bool causal) {
+  std::mt19937 rng(seed);
+  return make_rt_params(H, D, rng, cov, kernel, causal);
+}
+
+ref::RtOutputs rt_twin(const AttentionParams& p, const Inputs& in, int window = 0) {
+  const int rows = in.B * in.N;
+  ref::RtOptions opt;
+  opt.want_matrices = true;
+  opt.window = window;
+  ref::RtOutputs o;
+  const Status s = ref::rt_attention(ref::rt_twin_params(p), in.B, in.N,
+                                     ref::split_complex(to_double(in.q), rows, p.heads, p.dim),
+                                     ref::split_complex(to_double(in.k), rows, p.heads, p.dim),
+                                     ref::split_complex(to_double(in.v), rows, p.heads, p.dim), in.t, &o, opt);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  return o;
+}
+
+double time_of(const Inputs& in, int b, int i) { return in.t.empty() ? (double)i : in.t[(size_t)b * in.N + i]; }
+
+struct Rect {
+  uint32_t r0, r1, c0, c1;
+  size_t cells() const { return (size_t)(r1 - r0) * (c1 - c0); }
+};
+
+struct Maps {
+  std::vector<float> ahat, a;
+};
+
+Maps probe(gpu::Context& g, const ops::AttentionWeightsGpu& w, const ops::AttentionCache& cache, const gpu::Buffer& ts,
+           uint32_t b, uint32_t h, const Rect& rc) {
+  // Outputs start as NaN: every cell, masked ones included, must be written.
+  const std::vector<float> nan(rc.cells(), std::nanf(""));
+  gpu::Buffer ah = Fixture::up_on(g, nan), aa = Fixture::up_on(g, nan);
+  gpu::Recorder rec(g);
+  REQUIRE(rec.begin().ok());
+  const Status s = ops::record_rfa_probe(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, rc.c0, rc.c1, ah, aa);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  REQUIRE(rec.submit_and_wait().ok());
+  Maps m{std::vector<float>(rc.cells()), std::vector<float>(rc.cells())};
+  REQUIRE(g.download(ah, m.ahat.data(), rc.cells() * 4).ok());
+  REQUIRE(g.download(aa, m.a.data(), rc.cells() * 4).ok());
+  return m;
+}
+
+// One rectangle of (b, h) against the twin: unmasked cells of Ahat within atol + tol |ref|, A equal
+// to Ahat bit for bit, masked cells (causal: j > i, or outside the window) exactly 0 in both maps;
+// with `full_rows` (the rectangle holds every key of its rows) each row of Ahat sums to 1, or to 0
+// where the twin's row has no weight at all (every key without direction).
+void check_rect(const AttentionParams& p, const Inputs& in, const ref::RtOutputs& r, uint32_t b, uint32_t h,
+                const Rect& rc, const Maps& m, double tol, int window, bool full_rows) {
+  CAPTURE(b);
+  CAPTURE(h);
+  CAPTURE(rc.r0);
+  CAPTURE(rc.r1);
+  CAPTURE(rc.c0);
+  CAPTURE(rc.c1);
+  const int N = in.N;
+  std::vector<float> got;
+  std::vector<double> want;
+  size_t masked_nonzero = 0, masked = 0, a_differs = 0, not_finite = 0;
+  double worst_row = 0;
+  for (uint32_t i = rc.r0; i < rc.r1; ++i) {
+    double row = 0;
+    const bool empty_row = r.row_sum[((size_t)b * p.heads + h) * N + i] == 0.0;
+    for (uint32_t j = rc.c0; j < rc.c1; ++j) {
+      const size_t x = (size_t)(i - rc.r0) * (rc.c1 - rc.c0) + (j - rc.c0);
+      row += m.ahat[x];
+      // Bitwise: NaN != NaN counts as a difference too.
+      a_differs += std::memcmp(&m.a[x], &m.ahat[x], 4) != 0;
+      not_finite += !std::isfinite(m.ahat[x]);
+      if (p.sw.causal && (j > i || (window > 0 && i - j >= (uint32_t)window))) {
+        ++masked;
+        masked_nonzero += m.ahat[x] != 0.f || m.a[x] != 0.f;
+        continue;
+      }
+      got.push_back(m.ahat[x]);
+      want.push_back(r.A[(((size_t)b * p.heads + h) * N + i) * N + j]);
+    }
+    worst_row = std::max(worst_row, std::fabs(row - (empty_row ? 0.0 : 1.0)));
+  }
+  CHECK(not_finite == 0);
+  CHECK(a_differs == 0);
+  CHECK(masked_nonzero == 0);
+  if (p.sw.causal && rc.r0 < rc.c1 - 1) CHECK(masked > 0);  // the rectangles do cross the mask
+  CHECK_CLOSE_VEC(got, want, 1e-5, tol);
+  if (full_rows) {
+    INFO("worst |row sum - 1| = " << worst_row);
+    CHECK(worst_row < 2e-5);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the RT probe equals the twin's attention over every switch, after every kind of run") {
+  struct Case {
+    int B, H, D, N, chunk;
+  } cases[] = {{2, 3, 8, 61, 7}, {1, 2, 32, 100, 100}, {2, 1, 16, 70, 1}, {1, 3, 4, 37, 37}};
+  // D = 64 once (a causal chunked run on shared key tiles, t ~ 1e6).
+  const Case wide{2, 2, 64, 45, 9};
+  // Both covariances x both kernels x causal and not (the probe's own switches): 8 settings, each
+  // compiling a kernel and a probe pipeline. The kernel path and the time grid cycle apart across
+  // them: every path and every time grid meet both maskings.
+  int k = 0;
+  for (RtCovariance cov : {RtCovariance::stationary, RtCovariance::ou_rate})
+    for (RtKernel kernel : {RtKernel::student_t, RtKernel::gaussian})
+      for (bool causal : {true, false}) {
+        const Case& c = k == 4 ? wide : cases[(k + k / 4) % 4];  // causal settings meet decode steps too
+        // The probe reads the row statistics of every kernel path: keys from the cache, shared key
+        // tiles, fp16 caches.
+        const AttentionPath ap = k % 3 == 0 ? AttentionPath{} : k % 3 == 1 ? path(0, 1, -1, false) : path(1, 1, -1, true);
+        const int times = 2 * k % 3;  // uniform, irregular, ~1e6
+        ++k;
+        CAPTURE((int)cov);
+        CAPTURE((int)kernel);
+        CAPTURE(causal);
+        CAPTURE(describe(ap));
+        CAPTURE(times);
+        CAPTURE(c.N);
+        CAPTURE(c.D);
+        const AttentionParams p = rt(c.H, c.D, 300 + (uint32_t)k, cov, kernel, causal);
+        const Inputs in = make_inputs(p, c.B, c.N, 60 + (uint32_t)k, times);
+        const ref::RtOutputs r = rt_twin(p, in);
+        Fixture f(p, in, 0, ap);
+        // Non-causal rows see keys that later calls add: one call only.
+        const int chunk = causal ? c.chunk : c.N;
+        CAPTURE(chunk);
+        f.run(chunk);
+        const uint32_t N = (uint32_t)c.N;
+        // The whole square, and a block off the 64-cell groups at both ends that crosses the diagonal.
+        const Rect whole{0, N, 0, N}, block{N / 3 + 1, N - 1, N / 5 + 2, 2 * N / 3 + 3};
+        const double tol = ap.kv_f16 ? kTolF16 : 1e-4;
+        for (uint32_t b = 0; b < (uint32_t)c.B; ++b)
+          for (uint32_t h = 0; h < (uint32_t)c.H; ++h) {
+            check_rect(p, in, r, b, h, whole, probe(f.g, f.w, f.cache, f.ts, b, h, whole), tol, 0, true);
+            check_rect(p, in, r, b, h, block, probe(f.g, f.w, f.cache, f.ts, b, h, block), tol, 0, false);
+          }
+      }
+}
+
+TEST_CASE("the RT probe reads a windowed ring smaller than the stream") {
+  // Chunks of `chunk` positions through a ring of window + chunk - 1 slots (each chunk's
+  // timestamps written into their slots first), against the twin's banded causal mask; then the
+  // rows and columns still in the ring. Positions that left the ring are refused.
+  struct Case {
+    int B, H, D, N, window, chunk, times;
+    RtCovariance cov;
+    RtKernel kernel;
+    bool kv_f16;
+  } cases[] = {{2, 2, 8, 90, 11, 5, 1, RtCovariance::ou_rate, RtKernel::student_t, true},
+               {1, 3, 16, 75, 20, 1, 2, RtCovariance::stationary, RtKernel::gaussian, false},
+               {1, 1, 4, 40, 1, 3, 0, RtCovariance::stationary, RtKernel::student_t, false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.N);
+    CAPTURE(c.window);
+    CAPTURE(c.chunk);
+    CAPTURE(c.kv_f16);
+    const AttentionParams p = rt(c.H, c.D, 41 + (uint32_t)c.N, c.cov, c.kernel, true);
+    const Inputs in = make_inputs(p, c.B, c.N, 7 + (uint32_t)c.N, c.times);
+    const ref::RtOutputs r = rt_twin(p, in, c.window);
+    gpu::Context& g = test::gpu();
+    const uint32_t cap = (uint32_t)(c.window + c.chunk - 1), H = (uint32_t)c.H;
+    auto wr = ops::AttentionWeightsGpu::create(g, p);
+    REQUIRE_MESSAGE(wr.ok(), wr.status().to_string());
+    auto cr =
+        ops::AttentionCache::create(g, (uint32_t)c.B, H, (uint32_t)c.D, cap, "ring", (uint32_t)c.window, c.kv_f16);
+    REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
+    ops::AttentionCache cache = cr.take();
+    gpu::Buffer ts = test::zeros((size_t)c.B * cap * 2, "timestamp ring");
+    const size_t W = 2 * (size_t)c.H * c.D;
+    for (int i0 = 0; i0 < c.N; i0 += c.chunk) {
+      const int n = std::min(c.chunk, c.N - i0);
+      std::vector<float> qc, kc, vc;
+      for (int b = 0; b < c.B; ++b) {
+        for (int i = i0; i < i0 + n; ++i) {
+          float pair[2];
+          ops::split_timestamp(time_of(in, b, i), &pair[0], &pair[1]);
+          REQUIRE(g.upload(ts, pair, 8, ((size_t)b * cap + (size_t)i % cap) * 8).ok());
+        }
+        auto part = [&](const std::vector<float>& x, std::vector<float>& dst) {
+          dst.insert(dst.end(), x.begin() + ((size_t)b * c.N + i0) * W, x.begin() + ((size_t)b * c.N + i0 + n) * W);
+        };
+        part(in.q, qc);
+        part(in.k, kc);
+        part(in.v, vc);
+      }
+      gpu::Buffer q = test::upload(qc), k = test::upload(kc), v = test::upload(vc);
+      gpu::Buffer vn = test::zeros((size_t)c.B * n * W), o = test::zeros((size_t)c.B * n * W);
+      gpu::Recorder rec(g);
+      REQUIRE(rec.begin().ok());
+      const Status s = ops::record_rfa_attention(g, rec, *wr, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
+      REQUIRE_MESSAGE(s.ok(), s.to_string());
+      REQUIRE(rec.submit_and_wait().ok());
+    }
+    REQUIRE(cache.oldest() > 0);  // the ring wrapped
+    const uint32_t N = (uint32_t)c.N, lo = cache.oldest();
+    // Rows whose whole band is still in the ring hold all their keys: their rows sum to 1.
+    const uint32_t full = std::min(N - 1, lo + (uint32_t)c.window - 1);
+    const double tol = c.kv_f16 ? kTolF16 : 1e-4;
+    for (uint32_t b = 0; b < (uint32_t)c.B; ++b)
+      for (uint32_t h = 0; h < H; ++h) {
+        const Rect ring{full, N, lo, N}, block{lo + 1, N, lo, N - 1};
+        check_rect(p, in, r, b, h, ring, probe(g, *wr, cache, ts, b, h, ring), tol, c.window, true);
+        check_rect(p, in, r, b, h, block, probe(g, *wr, cache, ts, b, h, block), tol, c.window, false);
+      }
+    gpu::Buffer ah = test::zeros(1), aa = test::zeros(1);
+    gpu::Recorder rec(g);
+    REQUIRE(rec.begin().ok());
+    const Status s = ops::record_rfa_probe(g, rec, *wr, cache, ts, 0, 0, lo - 1, lo, lo, lo + 1, ah, aa);
+    CHECK(s.code() == Code::invalid_argument);
+    CHECK(s.message().find("still in the cache") != std::string::npos);
+    REQUIRE(rec.submit_and_wait().ok());
+  }
+}
+
+TEST_CASE("the RT probe: keys without direction weigh exactly 0, long lags stay finite") {
+  // eps = 0 and a zero value at position 5: key 5 has log P = -inf (the kernel skips it: its
+  // column is exactly 0) and row 5 sees no key with a direction (the whole row is 0, as the
+  // twin's); a zero query and a zero key elsewhere sit at distance |qh - kh|^2.
+  {
+    AttentionParams p = rt(1, 4, 13, RtCovariance::stationary, RtKernel::student_t, true);
+    p.rt.eps = 0;
+    Inputs in = make_inputs(p, 1, 12, 3, 1);
+    const size_t W = 2 * 1 * 4;
+    for (size_t d = 0; d < W; ++d) {
+      in.v[5 * W + d] = 0.f;
+      in.q[8 * W + d] = 0.f;
+      in.k[2 * W + d] = 0.f;
+    }
+    const ref::RtOutputs r = rt_twin(p, in);
+    REQUIRE(r.row_sum[5] == 0.0);
+    Fixture f(p, in);
+    f.run(12);
+    const Rect whole{0, 12, 0, 12};
+    const Maps m = probe(f.g, f.w, f.cache, f.ts, 0, 0, whole);
+    check_rect(p, in, r, 0, 0, whole, m, 1e-4, 0, true);
+    for (uint32_t i = 0; i < 12; ++i) {
+      CHECK(m.ahat[(size_t)i * 12 + 5] == 0.f);  // the column of key 5
+      CHECK(m.ahat[5 * 12 + (size_t)i] == 0.f);  // the row of query 5
+    }
+  }
+  // mu l up to ~300 (timestamps 4 apart, mu = 0.25 on head 1): the literal S e^{2 mu l} overflows
+  // float, the log form does not; a chunked run, non-trivial rows at both ends.
+  {
+    AttentionParams p = rt(2, 8, 9, RtCovariance::stationary, RtKernel::student_t, true);
+    p.rt.mu = {0.0, 0.25};
+    Inputs in = make_inputs(p, 1, 300, 33, 0);
+    for (int i = 0; i < in.N; ++i) in.t.push_back(4.0 * i);
+    const ref::RtOutputs r = rt_twin(p, in);
+    Fixture f(p, in);
+    f.run(150);
+    const Rect rows{0, 300, 0, 300}, tail{230, 300, 0, 300};
+    for (uint32_t h = 0; h < 2; ++h) {
+      check_rect(p, in, r, 0, h, rows, probe(f.g, f.w, f.cache, f.ts, 0, h, rows), 1e-4, 0, true);
+      check_rect(p, in, r, 0, h, tail, probe(f.g, f.w, f.cache, f.ts, 0, h, tail), 1e-4, 0, true);
+    }
+  }
+}
+
+TEST_CASE("RT-RFA layers: row diagnostics, curves and tomography stay RFA-only") {
+  const AttentionParams p = rt(2, 4, 3, RtCovariance::stationary, RtKernel::student_t, true);
+  const Inputs in = make_inputs(p, 1, 10, 1, 0);
+  Fixture f(p, in);
+  f.run(10);
+  gpu::Buffer out = f.up(std::vector<float>(400)), lags = f.up(std::vector<float>(4, 1.f));
+  const float thr[4] = {0.f, 1.f, 2.f, 3.f};
+  gpu::Recorder rec(f.g);
+  REQUIRE(rec.begin().ok());
+  const Status st[] = {
+      ops::record_rfa_row_diagnostics(f.g, rec, f.w, f.cache, f.ts, 0, 0, 0, 10, thr, out),
+      ops::record_rfa_curves(f.g, rec, f.w, lags, 4, out),
+      ops::record_rfa_tomography_rows(f.g, rec, f.w, f.cache, f.ts, 0, 0, 0, 10, 1.f, out),
+  };
+  for (const Status& s : st) {
+    CHECK(s.code() == Code::unsupported);
+    CHECK(s.message().find("RT-RFA layer") != std::string::npos);
+  }
+  REQUIRE(rec.submit_and_wait().ok());
+}
