@@ -54,14 +54,8 @@ layout(push_constant) uniform Push { AttentionPush pc; };
 
 #include "rfa_cache_ring.glsl"
 #include "rfa_phase.glsl"
+#include "direct_walk.glsl"
 #include "afa_pair.glsl"
-
-shared vec2 sk[KV_TILE];
-shared vec2 sv[KV_TILE];
-shared vec2 st[BK];
-shared float sm[WG];
-shared float sl[WG];
-shared vec2 sred[RED];
 
 // The pair logit's keys: `key` is the key's cache cell (DIRECT_KV) or its row in the shared tile.
 vec2 afa_key(uint key, uint k) { return DIRECT_KV ? KV_LOAD(Kc[key * D + k]) : sk[key * D + k]; }
@@ -99,12 +93,7 @@ void main() {
   for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
     if (!DIRECT_KV) {
-      for (uint e = tid; e < nk * D; e += WG) {
-        const uint ks = slot_of(j0 + e / D);
-        sk[e] = KV_LOAD(Kc[(base + ks) * D + e % D]);
-        sv[e] = KV_LOAD(Vc[(base + ks) * D + e % D]);
-      }
-      for (uint e = tid; e < nk; e += WG) st[e] = ts[tbase + slot_of(j0 + e)];
+      stage_key_tile(j0, nk, base, tbase, tid);
       barrier();
     }
     if (row_live) {
@@ -112,52 +101,16 @@ void main() {
       const uint jbeg = row_first > j0 ? row_first - j0 : 0;
       for (uint jj = jbeg + sidx; jj < jend; jj += S) {
         const uint ks = slot_of(j0 + jj);
-        const vec2 tj = DIRECT_KV ? ts[tbase + ks] : st[jj];
         float ek[D];
-        const float logit = afa_pair_logit(q, qn, DIRECT_KV ? base + ks : jj, afa_lag(ti, tj), hv, ek);
-        if (logit > m) {
-          const float sc = exp(m - logit);  // 0 on the row's first key (m = -inf)
-          l *= sc;
-          [[unroll]] for (uint k = 0; k < D; ++k) acc[k] *= sc;
-          m = logit;
-        }
-        const float p = exp(logit - m);
-        l += p;
-        [[unroll]] for (uint k = 0; k < D; ++k) {
-          const vec2 vv = DIRECT_KV ? KV_LOAD(Vc[(base + ks) * D + k]) : sv[jj * D + k];
-          acc[k] += (p * ek[k]) * vv;
-        }
+        const float logit = afa_pair_logit(q, qn, DIRECT_KV ? base + ks : jj, afa_lag(ti, walk_time(tbase, ks, jj)), hv, ek);
+        const float p = online_softmax_add(logit, m, l, acc);
+        [[unroll]] for (uint k = 0; k < D; ++k) acc[k] += (p * ek[k]) * walk_value(base, ks, jj, k);
       }
     }
     if (!DIRECT_KV) barrier();
   }
 
-  // Merge the S partial states of each row (decode steps split a row's keys).
-  if (S > 1) {
-    sm[tid] = m;
-    barrier();
-    float mrow = NEG_INF;
-    for (uint s = 0; s < S; ++s) mrow = max(mrow, sm[rloc * S + s]);
-    const float f = m == NEG_INF ? 0.0 : exp(m - mrow);
-    sl[tid] = l * f;
-    barrier();
-    float lrow = 0.0;
-    for (uint s = 0; s < S; ++s) lrow += sl[rloc * S + s];
-    // DC channels a round; the row's first thread sums them (only it runs the epilogue).
-    [[unroll]] for (uint c0 = 0; c0 < D; c0 += DC) {
-      [[unroll]] for (uint c = 0; c < DC; ++c) sred[tid * DC + c] = acc[c0 + c] * f;
-      barrier();
-      if (sidx == 0)
-        [[unroll]] for (uint c = 0; c < DC; ++c) {
-          vec2 sum = vec2(0.0);
-          for (uint s = 0; s < S; ++s) sum += sred[(rloc * S + s) * DC + c];
-          acc[c0 + c] = sum;
-        }
-      barrier();
-    }
-    m = mrow;
-    l = lrow;
-  }
+  if (S > 1) merge_row_splits(tid, rloc, sidx, m, l, acc);  // decode steps split a row's keys
   if (!row_live || sidx != 0) return;
 
   // Epilogue: normalise, mix, counter-rotate by omega_k t_i, predict by e^{lambda_k h}.

@@ -54,15 +54,10 @@ layout(push_constant) uniform Push { AttentionPush pc; };
 
 #include "rfa_cache_ring.glsl"
 #include "rfa_phase.glsl"
+#include "direct_walk.glsl"
 #include "rt_pair.glsl"
 
-shared vec2 sk[KV_TILE];
-shared vec2 sv[KV_TILE];
-shared vec2 st[BK];
-shared float slm[BK];
-shared float sm[WG];
-shared float sl[WG];
-shared vec2 sred[RED];
+shared float slm[BK];  // the tile's log(m_j^2 + eps)
 
 // Key component k of a cache cell (keys read from the cache) or of a row of the shared key tile.
 vec2 rt_key(uint key, uint k) { return DIRECT_KV ? KV_LOAD(Kc[key * D + k]) : sk[key * D + k]; }
@@ -99,16 +94,8 @@ void main() {
   for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
     if (!DIRECT_KV) {
-      for (uint e = tid; e < nk * D; e += WG) {
-        const uint ks = slot_of(j0 + e / D);
-        sk[e] = KV_LOAD(Kc[(base + ks) * D + e % D]);
-        sv[e] = KV_LOAD(Vc[(base + ks) * D + e % D]);
-      }
-      for (uint e = tid; e < nk; e += WG) {
-        const uint ks = slot_of(j0 + e);
-        st[e] = ts[tbase + ks];
-        slm[e] = k_lm2[base + ks];
-      }
+      stage_key_tile(j0, nk, base, tbase, tid);
+      for (uint e = tid; e < nk; e += WG) slm[e] = k_lm2[base + slot_of(j0 + e)];
       barrier();
     }
     if (row_live) {
@@ -116,50 +103,18 @@ void main() {
       const uint jbeg = row_first > j0 ? row_first - j0 : 0;
       for (uint jj = jbeg + sidx; jj < jend; jj += S) {
         const uint ks = slot_of(j0 + jj);
-        const vec2 tj = DIRECT_KV ? ts[tbase + ks] : st[jj];
         const float lm_j = DIRECT_KV ? k_lm2[base + ks] : slm[jj];
-        const float logit = rt_pair_logit(q, qq, log_q, DIRECT_KV ? base + ks : jj, lm_j, rt_lag(ti, tj), ha, hb, hc);
+        const float logit =
+            rt_pair_logit(q, qq, log_q, DIRECT_KV ? base + ks : jj, lm_j, rt_lag(ti, walk_time(tbase, ks, jj)), ha, hb, hc);
         if (logit == NEG_INF) continue;  // a zero-magnitude key carries no direction: weight 0
-        if (logit > m) {
-          const float sc = exp(m - logit);  // 0 on the row's first key (m = -inf)
-          l *= sc;
-          [[unroll]] for (uint k = 0; k < D; ++k) acc[k] *= sc;
-          m = logit;
-        }
-        const float p = exp(logit - m);
-        l += p;
-        [[unroll]] for (uint k = 0; k < D; ++k)
-          acc[k] += p * (DIRECT_KV ? KV_LOAD(Vc[(base + ks) * D + k]) : sv[jj * D + k]);
+        const float p = online_softmax_add(logit, m, l, acc);
+        [[unroll]] for (uint k = 0; k < D; ++k) acc[k] += p * walk_value(base, ks, jj, k);
       }
     }
     if (!DIRECT_KV) barrier();
   }
 
-  // Merge the S partial states of each row (decode steps split a row's keys).
-  if (S > 1) {
-    sm[tid] = m;
-    barrier();
-    float mrow = NEG_INF;
-    for (uint s = 0; s < S; ++s) mrow = max(mrow, sm[rloc * S + s]);
-    const float f = m == NEG_INF ? 0.0 : exp(m - mrow);
-    sl[tid] = l * f;
-    barrier();
-    float lrow = 0.0;
-    for (uint s = 0; s < S; ++s) lrow += sl[rloc * S + s];
-    [[unroll]] for (uint c0 = 0; c0 < D; c0 += DC) {
-      [[unroll]] for (uint c = 0; c < DC; ++c) sred[tid * DC + c] = acc[c0 + c] * f;
-      barrier();
-      if (sidx == 0)
-        [[unroll]] for (uint c = 0; c < DC; ++c) {
-          vec2 sum = vec2(0.0);
-          for (uint s = 0; s < S; ++s) sum += sred[(rloc * S + s) * DC + c];
-          acc[c0 + c] = sum;
-        }
-      barrier();
-    }
-    m = mrow;
-    l = lrow;
-  }
+  if (S > 1) merge_row_splits(tid, rloc, sidx, m, l, acc);  // decode steps split a row's keys
   if (!row_live || sidx != 0) return;
 
   // Epilogue: the consensus ubar (counter-rotated), then its tangent part at the token's own value.
