@@ -259,6 +259,55 @@ struct Fixture {
   }
 };
 
+// Time of position i of batch row b (0..N-1 when the inputs have none).
+inline double time_of(const Inputs& in, int b, int i) { return in.t.empty() ? (double)i : in.t[(size_t)b * in.N + i]; }
+
+// A layer streamed through a sliding-window ring smaller than the stream (capacity window +
+// chunk - 1), in calls of `chunk` positions: the weights, the ring and its timestamps, for probes.
+struct RingRun {
+  ops::AttentionWeightsGpu w;
+  ops::AttentionCache cache;
+  gpu::Buffer ts;
+};
+inline RingRun run_ring(const AttentionParams& p, const Inputs& in, int window, int chunk, bool kv_f16) {
+  gpu::Context& g = test::gpu();
+  const uint32_t cap = (uint32_t)(window + chunk - 1), H = (uint32_t)p.heads;
+  RingRun run;
+  auto wr = ops::AttentionWeightsGpu::create(g, p);
+  REQUIRE_MESSAGE(wr.ok(), wr.status().to_string());
+  run.w = wr.take();
+  auto cr = ops::AttentionCache::create(g, (uint32_t)in.B, H, (uint32_t)p.dim, cap, "ring", (uint32_t)window, kv_f16);
+  REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
+  run.cache = cr.take();
+  run.ts = test::zeros((size_t)in.B * cap * 2, "timestamp ring");
+  const size_t W = 2 * (size_t)p.heads * p.dim;
+  for (int i0 = 0; i0 < in.N; i0 += chunk) {
+    const int n = std::min(chunk, in.N - i0);
+    std::vector<float> qc, kc, vc;
+    for (int b = 0; b < in.B; ++b) {
+      for (int i = i0; i < i0 + n; ++i) {
+        float pair[2];
+        ops::split_timestamp(time_of(in, b, i), &pair[0], &pair[1]);
+        REQUIRE(g.upload(run.ts, pair, 8, ((size_t)b * cap + (size_t)i % cap) * 8).ok());
+      }
+      auto part = [&](const std::vector<float>& x, std::vector<float>& dst) {
+        dst.insert(dst.end(), x.begin() + ((size_t)b * in.N + i0) * W, x.begin() + ((size_t)b * in.N + i0 + n) * W);
+      };
+      part(in.q, qc);
+      part(in.k, kc);
+      part(in.v, vc);
+    }
+    gpu::Buffer q = test::upload(qc), k = test::upload(kc), v = test::upload(vc);
+    gpu::Buffer vn = test::zeros((size_t)in.B * n * W), o = test::zeros((size_t)in.B * n * W);
+    gpu::Recorder rec(g);
+    REQUIRE(rec.begin().ok());
+    const Status s = ops::record_rfa_attention(g, rec, run.w, run.cache, run.ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
+    REQUIRE_MESSAGE(s.ok(), s.to_string());
+    REQUIRE(rec.submit_and_wait().ok());
+  }
+  return run;
+}
+
 inline ref::AttentionOutputs twin(const AttentionParams& p, const Inputs& in, bool matrices = false) {
   const int rows = in.B * in.N;
   auto Q = ref::split_complex(to_double(in.q), rows, p.heads, p.dim);

@@ -47,7 +47,6 @@ ref::AfaOutputs afa_twin(const AttentionParams& p, const Inputs& in, int window 
   return o;
 }
 
-double time_of(const Inputs& in, int b, int i) { return in.t.empty() ? (double)i : in.t[(size_t)b * in.N + i]; }
 
 // (1/D) sum_k e^{-mu_k |t_i - t_j|}, A over Ahat: in double from the parameters (mu = 0 under the
 // unitary switch) and the lag.
@@ -201,39 +200,11 @@ TEST_CASE("the AFA probe reads a windowed ring smaller than the stream") {
     const Inputs in = make_inputs(p, c.B, c.N, 5 + (uint32_t)c.N, c.times);
     const ref::AfaOutputs r = afa_twin(p, in, c.window);
     gpu::Context& g = test::gpu();
-    const uint32_t cap = (uint32_t)(c.window + c.chunk - 1), H = (uint32_t)c.H;
-    auto wr = ops::AttentionWeightsGpu::create(g, p);
-    REQUIRE_MESSAGE(wr.ok(), wr.status().to_string());
-    auto cr =
-        ops::AttentionCache::create(g, (uint32_t)c.B, H, (uint32_t)c.D, cap, "ring", (uint32_t)c.window, c.kv_f16);
-    REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
-    ops::AttentionCache cache = cr.take();
-    gpu::Buffer ts = test::zeros((size_t)c.B * cap * 2, "timestamp ring");
-    const size_t W = 2 * (size_t)c.H * c.D;
-    for (int i0 = 0; i0 < c.N; i0 += c.chunk) {
-      const int n = std::min(c.chunk, c.N - i0);
-      std::vector<float> qc, kc, vc;
-      for (int b = 0; b < c.B; ++b) {
-        for (int i = i0; i < i0 + n; ++i) {
-          float pair[2];
-          ops::split_timestamp(time_of(in, b, i), &pair[0], &pair[1]);
-          REQUIRE(g.upload(ts, pair, 8, ((size_t)b * cap + (size_t)i % cap) * 8).ok());
-        }
-        auto part = [&](const std::vector<float>& x, std::vector<float>& dst) {
-          dst.insert(dst.end(), x.begin() + ((size_t)b * c.N + i0) * W, x.begin() + ((size_t)b * c.N + i0 + n) * W);
-        };
-        part(in.q, qc);
-        part(in.k, kc);
-        part(in.v, vc);
-      }
-      gpu::Buffer q = test::upload(qc), k = test::upload(kc), v = test::upload(vc);
-      gpu::Buffer vn = test::zeros((size_t)c.B * n * W), o = test::zeros((size_t)c.B * n * W);
-      gpu::Recorder rec(g);
-      REQUIRE(rec.begin().ok());
-      const Status s = ops::record_rfa_attention(g, rec, *wr, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
-      REQUIRE_MESSAGE(s.ok(), s.to_string());
-      REQUIRE(rec.submit_and_wait().ok());
-    }
+    const uint32_t H = (uint32_t)c.H;
+    RingRun run = run_ring(p, in, c.window, c.chunk, c.kv_f16);
+    ops::AttentionWeightsGpu* wr = &run.w;
+    ops::AttentionCache& cache = run.cache;
+    gpu::Buffer& ts = run.ts;
     REQUIRE(cache.oldest() > 0);  // the ring wrapped
     const uint32_t N = (uint32_t)c.N, lo = cache.oldest();
     // Rows whose whole band is still in the ring hold all their keys: their rows sum to 1.
