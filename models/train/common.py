@@ -141,3 +141,39 @@ class Timer:
 
     def __call__(self):
         return time.time() - self.t0
+
+
+def rt_head_table(model):
+    """Per-layer, per-head summary of RT-RFA layers (rt_torch.MultiheadRT, docs/variant-rt.md): decay
+    mu, frequency band, the covariance's stationary level sv, eta^2, gamma^2 (floor), tau_th^2, nu/d,
+    kappa and beta. [] for models with no RT layer."""
+    from rt_torch import MultiheadRT
+    rows = []
+    li = 0
+    for name, m in model.named_modules():
+        if not isinstance(m, MultiheadRT):
+            continue
+        with torch.no_grad():
+            p = m.physical()
+            for h in range(m.n_heads):
+                mu = float(p["mu"][h])
+                om = p["omega"][h].abs()
+                rows.append(dict(layer=li, head=h, mu=mu, om_min=float(om.min()), om_max=float(om.max()),
+                                 sv=float(p["sv"][h]), eta2=float(p["eta2"][h]), gamma2=float(p["gamma2"][h]),
+                                 tau_th2=float(p["tau_th2"][h]), nu_over_d=float(p["nu"][h]) / m.d_k_head,
+                                 kappa=float(p["kappa"][h]), beta=float(p["beta"][h]),
+                                 half_life=(math.log(2) / mu if mu > 1e-12 else float("inf"))))
+        li += 1
+    return rows
+
+
+def rt_head_table_md(rows, time_unit="step"):
+    hdr = ("| layer | head | mu (1/%s) | half-life (%ss) | omega band | sv | eta^2 | gamma^2 | tau_th^2 "
+           "| nu/d | kappa | beta |\n" % (time_unit, time_unit))
+    hdr += "|" + "---|" * 12 + "\n"
+    f = lambda x: ("%.3g" % x)
+    for r in rows:
+        hdr += "| %d | %d | %s | %s | [%s, %s] | %s | %s | %s | %s | %s | %s | %s |\n" % (
+            r["layer"], r["head"], f(r["mu"]), f(r["half_life"]), f(r["om_min"]), f(r["om_max"]), f(r["sv"]),
+            f(r["eta2"]), f(r["gamma2"]), f(r["tau_th2"]), f(r["nu_over_d"]), f(r["kappa"]), f(r["beta"]))
+    return hdr

@@ -2,6 +2,9 @@
 
 One command reproduces models/spiral-filter from scratch (fixed seeds):
     cd models/train && nice -n 10 /usr/bin/python3 spiral.py
+and one of the other KINDS alone, same recipe and seed, into its own folder (default ../spiral-<kind>):
+    cd models/train && nice -n 10 /usr/bin/python3 spiral.py --kind afa --out ../spiral-afa
+    cd models/train && nice -n 10 /usr/bin/python3 spiral.py --kind rt --out ../spiral-rt
 
 System (continuous time, SDE dx = A x dt + sigma_p dW, A = [[0.9,-2],[1,-1.1]], eigenvalues -0.1 +- i):
 simulated EXACTLY as the discrete-time Euler-Maruyama recursion with step h = 0.01,
@@ -26,7 +29,8 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rfa_torch import make_args, NextStepPredictor  # noqa: E402
 from export import export_model, load_stored_into, save_npy  # noqa: E402
-from common import seed_all, lr_at, head_table, head_table_md, portable_cli, Timer  # noqa: E402
+from common import (seed_all, lr_at, head_table, head_table_md, afa_head_table, afa_head_table_md,  # noqa: E402
+                    rt_head_table, rt_head_table_md, portable_cli, Timer)
 
 A_SYS = np.array([[0.9, -2.0], [1.0, -1.1]])
 H_EULER = 0.01
@@ -179,10 +183,10 @@ def model_mse(model, y, t, tgt, bs):
     return float(np.concatenate(errs).mean())
 
 
-def write_goldens(model, args, stored, out_dir, sp):
+def write_goldens(model, args, stored, out_dir, sp, command="cd models/train && nice -n 10 /usr/bin/python3 spiral.py"):
     gdir = os.path.join(out_dir, "golden")
     os.makedirs(gdir, exist_ok=True)
-    m64 = NextStepPredictor(args)
+    m64 = NextStepPredictor(args)          # the attention args.attention_variant asks for (rfa / afa / rt)
     m64, missing = load_stored_into(m64, stored, torch.float64)
     assert not missing, missing
     m64.eval()
@@ -203,15 +207,22 @@ def write_goldens(model, args, stored, out_dir, sp):
         save_npy(os.path.join(gdir, "%s_output.npy" % name), out.numpy().astype(np.float32))
         files.append(name)
     with open(os.path.join(gdir, "README"), "w") as f:
-        f.write("Made by `cd models/train && nice -n 10 /usr/bin/python3 spiral.py` (function write_goldens).\n"
-                "Computed in float64 by models/train/rfa_torch.py from the weights exactly as stored in "
+        variant = getattr(args, "attention_variant", "rfa")
+        shift_note = (", ignored: RT-RFA has no lag shift" if variant == "rt" else
+                      ", ignored: AFA predicts over afa_pred_dt = %g" % args.afa_pred_dt if variant == "afa" else
+                      ", overridden by the learned\nper-head shift because learn_t_shift=true"
+                      if getattr(args, "learn_t_shift", False) else "")
+        module = {"afa": "rfa_torch.py with the AFA attention of afa_torch.py",
+                  "rt": "rfa_torch.py with the RT-RFA attention of rt_torch.py"}.get(variant, "rfa_torch.py")
+        f.write("Made by `%s` (function write_goldens).\n"
+                "Computed in float64 by models/train/%s from the weights exactly as stored in "
                 "../model.safetensors.\n"
                 "regular_input.npy [1,64,2] f32 measurements, no timestamps (default t_i = i), causal;\n"
                 "  regular_output.npy [1,64,2] f32 predictions of the state at t_i + 1.\n"
                 "irregular_input.npy [1,64,2] f32 + irregular_timestamps.npy [1,64] f32 (units of dt=0.1;\n"
                 "  pass as t_measure), irregular_output.npy [1,64,2] f32.\n"
-                "Forward: NextStepPredictor (input_proj -> backbone(t_shift=1, overridden by the learned\n"
-                "per-head shift because learn_t_shift=true) -> output_head).\n")
+                "Forward: NextStepPredictor (input_proj -> backbone(t_shift=1%s) -> output_head).\n"
+                % (command, module, shift_note))
 
 
 def main():
@@ -229,11 +240,20 @@ def main():
     ap.add_argument("--sigma-m", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spiral-filter"))
+    ap.add_argument("--kind", default="rfa", choices=sorted(KINDS),
+                    help="rfa (default): RFA vs the RoPE baseline, RFA exported to ../spiral-filter; "
+                         "any other kind: trained alone (same recipe and seed) and exported to --out")
+    ap.add_argument("--out", default=None, help="default ../spiral-filter (rfa) or ../spiral-<kind>")
     ap.add_argument("--skip-baseline", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    if a.out is None:
+        a.out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                             "spiral-filter" if a.kind == "rfa" else "spiral-" + a.kind)
     out_dir = os.path.abspath(a.out)
+    name = os.path.basename(out_dir)
+    command = "cd models/train && nice -n 10 /usr/bin/python3 spiral.py" + (
+        "" if a.kind == "rfa" else " --kind %s --out ../%s" % (a.kind, name))
     os.makedirs(out_dir, exist_ok=True)
     t_all = time.time()
     log = lambda s: print(s, flush=True)
@@ -250,26 +270,35 @@ def main():
     log(json.dumps(results, indent=1))
 
     models, walls = {}, {}
-    kinds = ["rfa"] if a.skip_baseline else ["rfa", "rope"]
+    if a.kind != "rfa":
+        kinds = [a.kind]
+    else:
+        kinds = ["rfa"] if a.skip_baseline else ["rfa", "rope"]
+    labels = {"rfa": "RFA (M2 / SC-RFA)", "rope": "RoPE baseline (M2.6 pure rotation)",
+              "afa": "AFA (adaptive filter attention)", "rt": "RT-RFA"}
     for kind in kinds:
         model, args, wall = train(kind, a, sp, log)
         models[kind], walls[kind] = (model, args), wall
-        label = "RFA (M2 / SC-RFA)" if kind == "rfa" else "RoPE baseline (M2.6 pure rotation)"
+        label = labels.get(kind, kind)
         for (N, irr), (y, t, tgt, gaps) in sets.items():
             key = "N=%d %s" % (N, "irregular" if irr else "regular")
             results[key][label] = model_mse(model, y, t, tgt, 32 if N <= 100 else 8)
         log(json.dumps(results, indent=1))
 
-    model, args = models["rfa"]
+    model, args = models[a.kind]
+    made_by = "models/train/spiral.py" + ("" if a.kind == "rfa" else " --kind " + a.kind)
     stored = export_model(model, args, "signal", out_dir, mode="f32",
-                          metadata={"model": "spiral-filter", "made_by": "models/train/spiral.py"})
-    write_goldens(model, args, stored, out_dir, sp)
-    heads = head_table(model)
+                          metadata={"model": name, "made_by": made_by})
+    write_goldens(model, args, stored, out_dir, sp, command)
+    variant = getattr(args, "attention_variant", "rfa")
+    table, table_md = {"afa": (afa_head_table, afa_head_table_md),
+                       "rt": (rt_head_table, rt_head_table_md)}.get(variant, (head_table, head_table_md))
+    heads = table(model)
     summary = dict(results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=portable_cli(a),
                    heads=heads, F10=sp.F[PER_DT].tolist(), Q10=sp.Q[PER_DT].tolist())
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:
         json.dump(summary, f, indent=1, default=float)
-    log(head_table_md(heads))
+    log(table_md(heads))
     log("total wall %.0fs" % (time.time() - t_all))
 
 
