@@ -32,7 +32,10 @@ TEST_CASE("every shader's bindings and push block are read from its SPIR-V") {
                   {"rfa_attention_tile_cm_emu", 19, 24}, {"rfa_attention_tile_cm_emu_kv16", 19, 24},
                   {"sdpa_tile", 8, 24}, {"sdpa_tile_kv16", 8, 24}, {"sdpa_tile_f16", 8, 24},
                   {"sdpa_tile_f16_kv16", 8, 24}, {"sdpa_tile_cm", 8, 24}, {"sdpa_tile_cm_kv16", 8, 24},
-                  {"sdpa_tile_cm_emu", 8, 24}, {"sdpa_tile_cm_emu_kv16", 8, 24}, {"rfa_phase_scan", 3, 36}};
+                  {"sdpa_tile_cm_emu", 8, 24}, {"sdpa_tile_cm_emu_kv16", 8, 24}, {"rfa_phase_scan", 5, 40},
+                  {"afa_attention", 10, 24}, {"afa_attention_kv16", 10, 24}, {"rt_attention", 13, 24},
+                  {"rt_attention_kv16", 13, 24}, {"afa_probe", 8, 56}, {"afa_probe_kv16", 8, 56},
+                  {"rt_probe", 10, 56}, {"rt_probe_kv16", 10, 56}};
   for (const auto& e : expected) {
     CAPTURE(std::string(e.name));
     const gpu::ShaderBinary* bin = gpu::find_shader(e.name);
