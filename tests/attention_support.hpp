@@ -308,6 +308,33 @@ inline RingRun run_ring(const AttentionParams& p, const Inputs& in, int window, 
   return run;
 }
 
+// A rectangle [r0, r1) x [c0, c1) of a head's attention maps, and the probe's two maps of it
+// (Ahat and A, [rows][cols]) read back. The outputs start as NaN: every cell, masked ones
+// included, must be written.
+struct Rect {
+  uint32_t r0, r1, c0, c1;
+  size_t cells() const { return (size_t)(r1 - r0) * (c1 - c0); }
+};
+
+struct Maps {
+  std::vector<float> ahat, a;
+};
+
+inline Maps probe(gpu::Context& g, const ops::AttentionWeightsGpu& w, const ops::AttentionCache& cache, const gpu::Buffer& ts,
+           uint32_t b, uint32_t h, const Rect& rc) {
+  const std::vector<float> nan(rc.cells(), std::nanf(""));
+  gpu::Buffer ah = Fixture::up_on(g, nan), aa = Fixture::up_on(g, nan);
+  gpu::Recorder rec(g);
+  REQUIRE(rec.begin().ok());
+  const Status s = ops::record_rfa_probe(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, rc.c0, rc.c1, ah, aa);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  REQUIRE(rec.submit_and_wait().ok());
+  Maps m{std::vector<float>(rc.cells()), std::vector<float>(rc.cells())};
+  REQUIRE(g.download(ah, m.ahat.data(), rc.cells() * 4).ok());
+  REQUIRE(g.download(aa, m.a.data(), rc.cells() * 4).ok());
+  return m;
+}
+
 inline ref::AttentionOutputs twin(const AttentionParams& p, const Inputs& in, bool matrices = false) {
   const int rows = in.B * in.N;
   auto Q = ref::split_complex(to_double(in.q), rows, p.heads, p.dim);

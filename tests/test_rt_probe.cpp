@@ -49,31 +49,6 @@ ref::RtOutputs rt_twin(const AttentionParams& p, const Inputs& in, int window = 
 }
 
 
-struct Rect {
-  uint32_t r0, r1, c0, c1;
-  size_t cells() const { return (size_t)(r1 - r0) * (c1 - c0); }
-};
-
-struct Maps {
-  std::vector<float> ahat, a;
-};
-
-Maps probe(gpu::Context& g, const ops::AttentionWeightsGpu& w, const ops::AttentionCache& cache, const gpu::Buffer& ts,
-           uint32_t b, uint32_t h, const Rect& rc) {
-  // Outputs start as NaN: every cell, masked ones included, must be written.
-  const std::vector<float> nan(rc.cells(), std::nanf(""));
-  gpu::Buffer ah = Fixture::up_on(g, nan), aa = Fixture::up_on(g, nan);
-  gpu::Recorder rec(g);
-  REQUIRE(rec.begin().ok());
-  const Status s = ops::record_rfa_probe(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, rc.c0, rc.c1, ah, aa);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
-  REQUIRE(rec.submit_and_wait().ok());
-  Maps m{std::vector<float>(rc.cells()), std::vector<float>(rc.cells())};
-  REQUIRE(g.download(ah, m.ahat.data(), rc.cells() * 4).ok());
-  REQUIRE(g.download(aa, m.a.data(), rc.cells() * 4).ok());
-  return m;
-}
-
 // One rectangle of (b, h) against the twin: unmasked cells of Ahat within atol + tol |ref|, A equal
 // to Ahat bit for bit, masked cells (causal: j > i, or outside the window) exactly 0 in both maps;
 // with `full_rows` (the rectangle holds every key of its rows) each row of Ahat sums to 1, or to 0

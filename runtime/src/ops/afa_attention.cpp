@@ -93,8 +93,9 @@ uint32_t afa_shared_bytes(const AttentionTiling& t, uint32_t dim) {
   return 2 * kv_tile * 8 + t.keys_per_tile * 8 + t.workgroup * 8 + red * 8 + dim * 20;
 }
 
-AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
-                                  uint32_t dim, uint32_t capacity) {
+AttentionTiling choose_direct_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
+                                     uint32_t dim, uint32_t capacity, const char* kernel, const char* terms,
+                                     uint32_t (*shared_bytes)(const AttentionTiling&, uint32_t)) {
   KernelOptions o = overrides;
   o.attention_tile = 0;
   o.attention_split_k = 0;
@@ -104,14 +105,20 @@ AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOpt
   t.lag_table = false;
   t.tile = t.f16_math = t.coopmat = t.coopmat_emulated = false;
   t.groups_x = (n_new + t.rows_per_group - 1) / t.rows_per_group;
-  while (t.keys_per_tile > 4 && afa_shared_bytes(t, dim) > caps.max_shared_memory) t.keys_per_tile -= 4;
-  t.shared_bytes = afa_shared_bytes(t, dim);
+  while (t.keys_per_tile > 4 && shared_bytes(t, dim) > caps.max_shared_memory) t.keys_per_tile -= 4;
+  t.shared_bytes = shared_bytes(t, dim);
   const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  t.why = std::string(cpu ? "CPU device: " : "GPU: ") + "AFA kernel, " +
+  t.why = std::string(cpu ? "CPU device: " : "GPU: ") + kernel + ", " +
           (t.direct_kv ? "keys read from the cache" : "key tiles of " + std::to_string(t.keys_per_tile) + " in shared memory") +
           (t.threads_per_row > 1 ? ", " + std::to_string(t.threads_per_row) + " threads per row (few rows)" : "") +
-          ", every pair's per-channel decays from its lag";
+          ", " + terms;
   return t;
+}
+
+AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
+                                  uint32_t dim, uint32_t capacity) {
+  return choose_direct_tiling(caps, overrides, n_new, dim, capacity, "AFA kernel",
+                              "every pair's per-channel decays from its lag", afa_shared_bytes);
 }
 
 Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,

@@ -23,6 +23,13 @@ std::vector<float> afa_layer_table(const AttentionParams& p);
 // The kernel's shared memory for a tiling (what the shader declares).
 uint32_t afa_shared_bytes(const AttentionTiling& t, uint32_t dim);
 
+// How a kernel on common/direct_walk.glsl (AFA, RT-RFA) runs: RFA's direct-path choice (rows per
+// group, threads per row, key tiles or keys read from the cache; no lag table, split-k or tile),
+// key tiles shrunk until `shared_bytes` fits the device; `why` names `kernel` and its `terms`.
+AttentionTiling choose_direct_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
+                                     uint32_t dim, uint32_t capacity, const char* kernel, const char* terms,
+                                     uint32_t (*shared_bytes)(const AttentionTiling&, uint32_t));
+
 // How the AFA kernel runs: RFA's direct-path choice (rows per group, threads per row, key tiles or
 // keys read from the cache), key tiles shrunk to the device's shared memory; `why` says so.
 AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,

@@ -65,16 +65,8 @@ uint32_t rt_shared_bytes(const AttentionTiling& t, uint32_t dim) {
 
 AttentionTiling choose_rt_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
                                  uint32_t dim, uint32_t capacity) {
-  AttentionTiling t = choose_afa_tiling(caps, overrides, n_new, dim, capacity);
-  while (t.keys_per_tile > 4 && rt_shared_bytes(t, dim) > caps.max_shared_memory) t.keys_per_tile -= 4;
-  t.shared_bytes = rt_shared_bytes(t, dim);
-  const std::string afa = "AFA kernel";
-  const size_t at = t.why.find(afa);
-  if (at != std::string::npos) t.why.replace(at, afa.size(), "RT-RFA kernel");
-  const std::string tail = ", every pair's per-channel decays from its lag";
-  const size_t k = t.why.find(tail);
-  if (k != std::string::npos) t.why.replace(k, tail.size(), ", log-domain precision from each pair's lag");
-  return t;
+  return choose_direct_tiling(caps, overrides, n_new, dim, capacity, "RT-RFA kernel",
+                              "log-domain precision from each pair's lag", rt_shared_bytes);
 }
 
 Status record_rt_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
