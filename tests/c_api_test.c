@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
   int layers = 0, heads = 0, hd = 0, in_dim = 0, out_dim = 0, vocab = -1;
   CHECK(rfa_model_info(model, &layers, &heads, &hd, &in_dim, &out_dim, &vocab) == RFA_OK);
   CHECK(layers == 1 && heads == H && hd == D && in_dim == DE && out_dim == DE && vocab == 0);
+  int trained_window = -1;
+  CHECK(rfa_model_attention_window(model, &trained_window) == RFA_OK && trained_window == 0);
+  CHECK(rfa_model_attention_window(model, NULL) == RFA_ERROR_INVALID_ARGUMENT);
 
   rfa_head_info hi;
   CHECK(rfa_model_head(model, 0, 1, &hi) == RFA_OK);

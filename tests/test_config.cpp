@@ -298,3 +298,15 @@ TEST_CASE("the ACC keys: phase source, step seed, stationary values") {
   expect_error(cfg("lm", R"("stationary_values": "no")"), {"stationary_values"});
   expect_error(cfg("attention", R"("phase_source": "accumulated_rope", "causal": false)"), {"phase_source", "causal"});
 }
+
+TEST_CASE("attention_window: the window the model was trained with") {
+  CHECK(expect_ok(cfg("signal", R"("d_in": 2)")).attention_window == 0);
+  CHECK(expect_ok(cfg("signal", R"("d_in": 2, "attention_window": 0)")).attention_window == 0);
+  CHECK(expect_ok(cfg("signal", R"("d_in": 2, "attention_window": 75)")).attention_window == 75);
+  CHECK(expect_ok(cfg("lm", R"("attention_window": null)")).attention_window == 0);
+  expect_error(cfg("signal", R"("d_in": 2, "attention_window": -1)"), {"args.attention_window"});
+  expect_error(cfg("signal", R"("d_in": 2, "attention_window": 2.5)"), {"args.attention_window", "integer"});
+  expect_error(cfg("signal", R"("d_in": 2, "attention_window": "75")"), {"args.attention_window"});
+  expect_error(cfg("signal", R"("d_in": 2, "attention_window": 8, "causal": false)"),
+               {"args.attention_window = 8", "causal"});
+}

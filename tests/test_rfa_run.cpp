@@ -117,6 +117,32 @@ TEST_CASE("rfa-run --window: a windowed stream past --max-context equals the twi
   CHECK(run("--model " + m + " --signal " + dir + "/sig.npy --window 0") == 2);
 }
 
+TEST_CASE("rfa-run runs a model trained with a window (args.attention_window) with that window") {
+  std::string dir = test::temp_dir("rfa-run-trained-window");
+  write_signal(dir + "/sig.npy", 1, 45, 2);
+  const std::string made = "--arch signal --layers 2 --heads 2 --d-e 16 --seed 7";
+  std::string plain = make_model("plain-window", made);
+  std::string windowed = make_model("trained-window", made + " --set attention_window=6");
+  const std::string sig = " --signal " + dir + "/sig.npy";
+  // Its own window by default: a stream past --max-context runs, and equals the plain model with --window 6.
+  REQUIRE(run("--model " + windowed + sig + " --stream --max-context 10 --dump " + dir + "/own") == 0);
+  REQUIRE(run("--model " + windowed + sig + " --cpu-reference --dump " + dir + "/own-cpu") == 0);
+  REQUIRE(run("--model " + plain + sig + " --window 6 --cpu-reference --dump " + dir + "/banded") == 0);
+  REQUIRE(run("--model " + windowed + sig + " --window 30 --cpu-reference --dump " + dir + "/wide") == 0);
+  const std::vector<double> banded = load(dir + "/banded/output.npy"), wide = load(dir + "/wide/output.npy");
+  CHECK_CLOSE_VEC(as_float(load(dir + "/own/output.npy")), banded, 2e-4, 2e-4);
+  CHECK(load(dir + "/own-cpu/output.npy") == banded);
+  double diff = 0;  // an explicit --window overrides the model's
+  for (size_t i = 0; i < wide.size(); ++i) diff = std::max(diff, std::fabs(wide[i] - banded[i]));
+  CHECK(diff > 1e-3);
+  const std::string out = dir + "/summary.json";
+  REQUIRE(std::system((bin("rfa-run") + " --model " + windowed + " --summary --json > " + out).c_str()) == 0);
+  std::ifstream f(out);
+  auto j = nlohmann::json::parse(f, nullptr, false);
+  REQUIRE(!j.is_discarded());
+  CHECK(j["attention_window"].get<int>() == 6);
+}
+
 TEST_CASE("rfa-run generation is deterministic with a seed and matches the CPU twin when greedy") {
   std::string m = make_model("gen", "--arch lm --layers 1 --heads 2 --d-e 16 --vocab 256");
   std::string dir = test::temp_dir("rfa-run-gen");

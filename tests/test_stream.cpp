@@ -141,6 +141,28 @@ TEST_CASE("a windowed stream equals the whole-sequence prefill with a banded cau
   }
 }
 
+TEST_CASE("a model trained with a window (args.attention_window) runs with it by default") {
+  // Sessions and the twin with window 0 take the model's own window; an explicit window overrides it.
+  auto base = model(Architecture::signal, 91);
+  Model windowed = *base;
+  windowed.attention_window = 9;
+  auto m = std::make_shared<const Model>(windowed);
+  CHECK(model_info(*m).attention_window == 9);
+  const Stream s = make_stream(*m, 2, 40, 92);
+  const std::vector<double> banded = twin(*base, s, 9);
+  CHECK(twin(*m, s, 0) == banded);  // the twin's default is the model's window
+  std::unique_ptr<Session> S;
+  CHECK_CLOSE_VEC(run_windowed(m, s, 0, {1, 6}, &S), banded, 2e-4, 2e-4);
+  CHECK(S->window() == 9);
+  // An explicit window wins over the model's.
+  const std::vector<double> wide = twin(*base, s, 25);
+  CHECK(twin(*m, s, 25) == wide);
+  CHECK_CLOSE_VEC(run_windowed(m, s, 25, {7}), wide, 2e-4, 2e-4);
+  double diff = 0;
+  for (size_t i = 0; i < wide.size(); ++i) diff = std::max(diff, std::fabs(wide[i] - banded[i]));
+  CHECK(diff > 1e-3);
+}
+
 TEST_CASE("accumulated phases stream through the window ring like the twin") {
   // ACC layers (docs/variant-acc.md): the running phase continues across calls and past the ring's
   // wrap (each step reads the phase of the position before it, which the ring always still holds).

@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rfa_torch import init_complex_projections, inv_softplus, refuse_rfa_only_features, rope_freqs, sc_rope_freqs
+from rfa_torch import causal_mask, init_complex_projections, inv_softplus, refuse_rfa_only_features, rope_freqs, sc_rope_freqs
 
 AFA_PRECISIONS = ("channel_sum", "one_channel", "weighted")
 
@@ -304,9 +304,7 @@ class MultiheadAFA(nn.Module):
         eps = getattr(a, "afa_eps", 1e-5)
         logits = -(hv(p["alpha"]) ** 2) * torch.log(hv(p["nu"]) * vC + R2 + eps)
         if causal:
-            i = torch.arange(i0, i1, device=lag.device).view(-1, 1)
-            j = torch.arange(nk, device=lag.device).view(1, -1)
-            logits = logits.masked_fill(j > i, float("-inf"))
+            logits = logits.masked_fill(causal_mask(a, i1 - i0, nk, lag.device, i0), float("-inf"))
         A = torch.softmax(logits, dim=-1)
 
         # Zbar_ik = sum_j A_ij T_k(l_ij) V_jk

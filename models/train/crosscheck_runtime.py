@@ -67,6 +67,13 @@ SETTINGS = {
     "RT attention layer": dict(model="M2", arch="attention", attention_variant="rt", norm="rms_norm",
                                use_real_input_norm=False),
     "lm RT": dict(model="M2", arch="lm", attention_variant="rt", norm="rms_norm", use_real_input_norm=False),
+    # Trained with a sliding window (args.attention_window): rfa-run runs it with that window by default.
+    "attention window 7 (M2)": dict(model="M2", attention_window=7),
+    "lm attention window 9 (M2.7)": dict(model="M2", arch="lm", attention_window=9, use_inner_residual=True,
+                                         use_total_precision_gate=1),
+    "AFA attention window 7": dict(model="M2", attention_variant="afa", attention_window=7),
+    "RT attention window 7": dict(model="M2", attention_variant="rt", attention_window=7, norm="rms_norm",
+                                  use_real_input_norm=False),
 }
 
 

@@ -54,7 +54,8 @@ MODEL_OVERRIDES["M2.6"] = dict(
 
 # Our own keys (not in the reference namespace) that the runtime format also stores in args.
 OUR_DEFAULTS = dict(hidden_dim=None, d_in=None, norm="layer_norm", norm_eps=1e-5, tokenizer=None,
-                    phase_source="omega_t", step_seed=0, stationary_values=True)
+                    phase_source="omega_t", step_seed=0, stationary_values=True,
+                    attention_window=0)  # W > 0: each query attends to its last W keys (causal)
 # Adaptive Filter Attention (docs/variant-afa.md section 12; module: afa_torch.MultiheadAFA). With
 # attention_variant="afa" every attention layer of the model is AFA; the other keys are AFA's.
 AFA_DEFAULTS = dict(attention_variant="rfa", afa_precision="channel_sum", afa_precision_channel=0,
@@ -112,6 +113,20 @@ def log_linear_decays(n_heads, lo=0.01, hi=0.95, zero_frac=0.25):
     n_zero = int(n_heads * zero_frac)
     dec = torch.exp(torch.linspace(math.log(lo), math.log(hi), n_heads - n_zero))
     return torch.cat([torch.zeros(n_zero), dec])
+
+
+def causal_mask(a, rows, keys, dev, row0=0):
+    """The masked (True) cells of a causal attention whose rows are the positions row0 .. row0+rows-1
+    over keys 0 .. keys-1: keys after the row, and with args.attention_window = W > 0 the keys more
+    than W - 1 positions before it (each query sees its last W keys, itself included), what a runtime
+    session with that window computes."""
+    i = torch.arange(row0, row0 + rows, device=dev).view(-1, 1)
+    j = torch.arange(keys, device=dev).view(1, -1)
+    mask = j > i
+    W = int(getattr(a, "attention_window", 0) or 0)
+    if W > 0:
+        mask = mask | (j <= i - W)
+    return mask
 
 
 # ----------------------------------------------------------------------------------------
@@ -455,7 +470,7 @@ class MultiheadIsotropicRFA(nn.Module):
         logits = hv(p["tau"]) * L
         mask = None
         if causal:
-            mask = torch.ones(N, N, dtype=torch.bool, device=dev).triu(1)
+            mask = causal_mask(a, N, N, dev)
             logits = logits.masked_fill(mask, float("-inf"))
         A_hat = torch.softmax(logits, dim=-1)
         A = A_hat * E

@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rfa_torch import init_complex_projections, log_linear_decays, refuse_rfa_only_features, rope_freqs, sc_rope_freqs
+from rfa_torch import causal_mask, init_complex_projections, log_linear_decays, refuse_rfa_only_features, rope_freqs, sc_rope_freqs
 
 RT_COVARIANCES = ("stationary", "ou_rate")
 RT_KERNELS = ("student_t", "gaussian")
@@ -241,7 +241,7 @@ class MultiheadRT(nn.Module):
             L = log_P - d2
         logits = hv(p["beta"]) * L
         if causal:
-            mask = torch.ones(N, N, dtype=torch.bool, device=dev).triu(1)
+            mask = causal_mask(a, N, N, dev)
             logits = logits.masked_fill(mask, float("-inf"))
         # softmax with a guard: a row without a finite logit gives zeros, never NaN (section 5)
         mx = logits.detach().amax(-1, keepdim=True)

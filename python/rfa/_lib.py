@@ -98,6 +98,7 @@ _PROTOTYPES = {
     "rfa_model_destroy": (None, [c_void_p]),
     "rfa_model_info": (c_int, [c_void_p] + [P(c_int)] * 6),
     "rfa_model_dims": (c_int, [c_void_p, P(c_int), P(c_int), P(c_int)]),
+    "rfa_model_attention_window": (c_int, [c_void_p, P(c_int)]),
     "rfa_model_architecture": (c_char_p, [c_void_p]),
     "rfa_model_name": (c_char_p, [c_void_p]),
     "rfa_model_tokenizer": (c_char_p, [c_void_p]),

@@ -112,6 +112,8 @@ class Model:
         _lib.call("rfa_model_info", h, *[ctypes.byref(x) for x in v])
         d_e, hidden, t_equal = c_int(), c_int(), c_int()
         _lib.call("rfa_model_dims", h, ctypes.byref(d_e), ctypes.byref(hidden), ctypes.byref(t_equal))
+        window = c_int()
+        _lib.call("rfa_model_attention_window", h, ctypes.byref(window))
         L = _lib.lib()
         self.info = {
             "name": _lib.text(L.rfa_model_name(h)),
@@ -120,6 +122,7 @@ class Model:
             "input_dim": v[3].value, "output_dim": v[4].value, "vocab": v[5].value,
             "d_e": d_e.value, "hidden": hidden.value, "t_equal": bool(t_equal.value),
             "tokenizer": _lib.text(L.rfa_model_tokenizer(h)) or None,
+            "attention_window": window.value,
         }
 
     @property

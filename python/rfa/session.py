@@ -74,7 +74,8 @@ class Session:
     reserved per sequence (the KV caches are allocated up front); device: None (the best device,
     or RFA_DEVICE), an index, a name substring, or an rfa.Context to share. window: 0, or a
     sliding-window KV cache in which every position sees its last `window` keys, so a stream runs
-    without end in constant memory (max_context is then ignored). kv: "f32", or "f16" for K/V
+    without end in constant memory (max_context is then ignored); 0 runs a model trained with a
+    window (model.info["attention_window"]) with that window. kv: "f32", or "f16" for K/V
     caches in fp16 (half the memory; the error it costs is in the docs' math page, section 9)."""
 
     def __init__(self, model, batch=1, max_context=4096, device=None, window=0, kv="f32"):
@@ -94,7 +95,7 @@ class Session:
         self.context._adopt_session(h)
         self.batch = int(batch)
         self.max_context = int(_lib.lib().rfa_session_max_context(h))
-        self.window = int(window)
+        self.window = int(window) or model.info["attention_window"]  # 0: the model's own window
         self.kv = kv
         self.output_dim = model.info["output_dim"]
 

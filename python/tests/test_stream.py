@@ -28,8 +28,9 @@ def test_a_window_streams_past_max_context_and_equals_a_windowed_prefill(spiral,
     for w in rep:
         assert w["edge_lag"] == pytest.approx(t[-1] - t[-1 - 12])
         assert 0 < w["decay_bound"] <= 1 and 0 <= w["edge_mass"] <= 1 + 1e-6
-    # Without a window the same stream is an input error once max_context is reached.
-    q = rfa.Session(spiral, max_context=16, device=ctx)
+    # Without a window the same stream is an input error once max_context is reached (spiral-afa:
+    # a model trained without one; spiral-filter runs with the window it was trained with).
+    q = rfa.Session(rfa.load_model(model_dir("spiral-afa")), max_context=16, device=ctx)
     q.prefill(x[:16], t[:16])
     with pytest.raises(rfa.Error):
         q.step(x[16], t[16])
@@ -64,3 +65,32 @@ def test_fp16_kv_caches_stay_close_to_fp32_and_refuse_unknown_precisions(spiral,
     np.testing.assert_allclose(half, full, rtol=4e-3, atol=4e-3)
     with pytest.raises(rfa.Error):
         rfa.Session(spiral, device=ctx, kv="bf16")
+
+
+def test_a_model_trained_with_a_window_runs_with_it(ctx, tmp_path):
+    """args.attention_window in config.json: window=0 sessions take it, an explicit window overrides it."""
+    import json
+    import shutil
+    src = model_dir("spiral-filter")
+    dst = tmp_path / "windowed"
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    cfg["args"]["attention_window"] = 10
+    (dst / "config.json").write_text(json.dumps(cfg))
+    m = rfa.load_model(dst)
+    assert m.info["attention_window"] == 10
+    cfg["args"]["attention_window"] = 0
+    (dst / "config.json").write_text(json.dumps(cfg))
+    plain = rfa.load_model(dst)
+    assert plain.info["attention_window"] == 0
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(40, 2)).astype(np.float32)
+    t = np.cumsum(rng.uniform(0.2, 1.5, size=40))
+    s = rfa.Session(m, max_context=8, device=ctx)   # shorter than the stream: the window rings it
+    assert s.window == 10
+    own = s.prefill(x, t)
+    banded = rfa.Session(plain, max_context=8, window=10, device=ctx).prefill(x, t)
+    np.testing.assert_allclose(own, banded, rtol=1e-6, atol=1e-6)
+    wide = rfa.Session(m, window=30, device=ctx)
+    assert wide.window == 30
+    assert np.abs(wide.prefill(x, t) - own).max() > 1e-3

@@ -43,7 +43,8 @@ const char* kUsage =
     "options:\n"
     "  --stream                  feed the input one position at a time through the KV cache\n"
     "  --window N                sliding-window KV cache: each position sees its last N (a stream runs on\n"
-    "                            past --max-context in constant memory; causal models)\n"
+    "                            past --max-context in constant memory; causal models). Default: the\n"
+    "                            window the model was trained with (args.attention_window), else none\n"
     "  --kv f32|f16              precision of the K/V caches (f16: half the memory; see docs/math.md §9)\n"
     "  --generate N              generate N tokens after the prompt (language models)\n"
     "  --temperature T --top-k K --top-p P --seed S   sampling (temperature 0 = greedy, the default)\n"
@@ -236,8 +237,9 @@ std::string num(double v) {
 // --summary --json: the model and every head's physical parameters and regime, one JSON object.
 void print_summary_json(const Model& m, const ModelInfo& info) {
   std::printf("{\"model\":\"%s\",\"architecture\":\"%s\",\"layers\":%d,\"heads\":%d,\"head_dim\":%d,"
-              "\"d_e\":%d,\"heads_detail\":[",
-              json_escape(info.name).c_str(), info.architecture.c_str(), info.layers, info.heads, info.head_dim, info.d_e);
+              "\"d_e\":%d,\"attention_window\":%d,\"heads_detail\":[",
+              json_escape(info.name).c_str(), info.architecture.c_str(), info.layers, info.heads, info.head_dim, info.d_e,
+              info.attention_window);
   const auto hs = head_summaries(m);
   for (size_t i = 0; i < hs.size(); ++i) {
     const HeadSummary& h = hs[i];
@@ -571,9 +573,9 @@ int run_on_device(const Args& a, const Loaded& l, const Input& in, const DumpPai
   so.batch = B;
   so.max_context = a.max_context ? a.max_context : total;
   so.last_output_only = a.dump.empty();  // only the dump needs every position's output
-  so.window = a.window;
+  so.window = a.window;  // 0: the model's own (args.attention_window)
   so.kv = a.kv;
-  if (so.window == 0 && so.max_context < total)
+  if (so.window == 0 && l.info.attention_window == 0 && so.max_context < total)
     return fail(Status(Code::input_error, "--max-context " + std::to_string(so.max_context) + " is shorter than the " +
                                               std::to_string(total) + " positions to run"));
   auto s = Session::create(*g_ctx, l.model, so);

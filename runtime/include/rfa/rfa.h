@@ -195,6 +195,9 @@ const char* rfa_model_tokenizer(const rfa_model* model);    /* "bytes", "gpt2", 
 /* More sizes: model width d_e, FFN width, and t_equal (1: positions are the timestamps, and
  * timestamps passed in are ignored, as in the reference code). Any pointer may be NULL. */
 rfa_status rfa_model_dims(const rfa_model* model, int* d_e, int* hidden, int* t_equal);
+/* The attention window the model was trained with (args.attention_window; 0: none). A session
+ * created with window 0 runs with it. */
+rfa_status rfa_model_attention_window(const rfa_model* model, int* window);
 
 /* Language models: text (length bytes, any encoding the tokenizer accepts) -> token ids. Writes up
  * to `capacity` ids into `ids` (NULL to ask for the count only) and the total into *count; when

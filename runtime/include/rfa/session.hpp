@@ -29,6 +29,9 @@ struct ModelInfo {
   int output_dim = 0;  // vocab (lm), d_in (signal), d_e (attention)
   // The reference's t_equal: positions are the timestamps and timestamps passed in are ignored.
   bool t_equal = false;
+  // args.attention_window: the sliding window the model was trained with (0: none); a session whose
+  // SessionOptions::window is 0 runs with it.
+  int attention_window = 0;
   std::string source_dir;  // the folder it was loaded from
 };
 ModelInfo model_info(const Model& m);
@@ -65,6 +68,8 @@ struct SessionOptions {
   // the caches are rings of W + chunk - 1 slots (chunk = min(W, 256) positions per submission;
   // longer prefills are split, with identical results) and a stream runs for as long as it goes,
   // in constant memory; max_context is then ignored. window_report() bounds what the window drops.
+  // A model trained with a window (args.attention_window, ModelInfo::attention_window) runs with
+  // that window when this is 0; W > 0 overrides it.
   int window = 0;
   // GPU timing: false times each submission as a whole (last_gpu_ms()); true also times every
   // kernel (last_kernel_ms()), at two timestamp writes per dispatch.

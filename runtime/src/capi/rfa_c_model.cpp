@@ -43,6 +43,12 @@ rfa_status rfa_model_dims(const rfa_model* model, int* d_e, int* hidden, int* t_
   return RFA_OK;
 }
 
+rfa_status rfa_model_attention_window(const rfa_model* model, int* window) {
+  if (!model || !window) return invalid("model or window is NULL");
+  *window = model->info.attention_window;
+  return RFA_OK;
+}
+
 rfa_status rfa_model_encode(const rfa_model* model, const char* text, size_t length, int64_t* ids, size_t capacity,
                             size_t* count) {
   if (!model || (!text && length) || !count) return invalid("model, text or count is NULL");

@@ -356,7 +356,11 @@ Result<ModelConfig> parse_config_json(const json& root, const std::string& label
   }
   f.integer("step_seed", c.step_seed, 0, std::numeric_limits<int>::max(), true);
   f.boolean("stationary_values", c.stationary_values, true);
+  f.integer("attention_window", c.attention_window, 0, 1 << 26, true);
   RFA_TRY(f.status());
+  if (c.attention_window > 0 && !c.args.causal)
+    return make_error(Code::model_error, label + ": args.attention_window = " + std::to_string(c.attention_window) +
+                                             " needs a causal layer (args.causal = true): a window bands the causal mask");
   if (c.phase_source != PhaseSource::omega_t && !c.args.causal)
     return make_error(Code::model_error, label + ": args.phase_source = accumulated needs a causal layer "
                                                  "(args.causal = true): the prefix runs along the sequence");

@@ -105,6 +105,9 @@ struct ModelConfig {
   RtCovariance rt_covariance = RtCovariance::stationary;
   RtKernel rt_kernel = RtKernel::student_t;
   double rt_eps = 1e-6;
+  // The attention window the model was trained with (0: every past key). W > 0 (causal models):
+  // each position attends to its last W keys, itself included; sessions and the twin default to it.
+  int attention_window = 0;
 
   int head_dim() const { return args.d_k_total / args.n_heads; }
 };

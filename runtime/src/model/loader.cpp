@@ -285,6 +285,7 @@ Result<Model> build_model(const ModelConfig& cfg, const SafetensorsFile& st, con
   m.head_dim = cfg.head_dim();
   m.train_seq_len = a.seq_len;
   m.t_equal = a.t_equal;
+  m.attention_window = cfg.attention_window;
   const int de = a.d_e;
 
   if (cfg.arch == Architecture::attention) {

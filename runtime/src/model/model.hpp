@@ -68,6 +68,9 @@ struct Model {
   // caller are ignored, as the reference ignores t_measure then. False: timestamps are used when
   // given (t_i = i otherwise). Models built in code default to using them.
   bool t_equal = false;
+  // args.attention_window: the window the model was trained with (0: none). Sessions whose
+  // SessionOptions::window is 0 and the twin's forward pass with window 0 run with it.
+  int attention_window = 0;
 
   // lm: token_embedding [V, d_e] (tied with lm_head.weight) and lm_head.bias [V]
   HostTensor token_embedding, lm_head_bias;

@@ -98,6 +98,7 @@ std::string model_summary(const Model& m) {
   if (m.arch == Architecture::lm) s += ", vocab " + std::to_string(m.vocab) + ", tokenizer " + (m.tokenizer.empty() ? "none" : m.tokenizer);
   if (m.arch == Architecture::signal) s += ", d_in " + std::to_string(m.d_in);
   if (m.arch != Architecture::attention) s += ", ffn " + std::to_string(m.hidden);
+  if (m.attention_window > 0) s += ", trained with an attention window of " + std::to_string(m.attention_window) + " keys";
   s += "\n";
   for (int l = 0; l < m.num_layers(); ++l) {
     const AttentionParams& p = m.layer(l).params;

@@ -32,6 +32,7 @@ ModelInfo model_info(const Model& m) {
   i.input_dim = m.arch == Architecture::signal ? m.d_in : m.arch == Architecture::attention ? m.d_e : 0;
   i.output_dim = m.arch == Architecture::lm ? m.vocab : m.arch == Architecture::signal ? m.d_in : m.d_e;
   i.t_equal = m.t_equal;
+  i.attention_window = m.attention_window;
   i.source_dir = m.source_dir;
   return i;
 }

@@ -184,9 +184,12 @@ Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<c
                                                  const SessionOptions& options) {
   if (!model) return Status(Code::invalid_argument, "Session::create: no model");
   if (options.batch < 1) return Status(Code::invalid_argument, "batch must be >= 1");
-  if (options.window < 0) return Status(Code::invalid_argument, "window must be >= 0 (0: no window)");
-  if (options.window == 0 && options.max_context < 1) return Status(Code::invalid_argument, "max_context must be >= 1");
-  if (options.window > 0 && !model->layer(0).params.sw.causal)
+  if (options.window < 0)
+    return Status(Code::invalid_argument, "window must be >= 0 (0: the model's own, args.attention_window)");
+  SessionOptions o = options;
+  if (o.window == 0) o.window = model->attention_window;  // the window the model was trained with
+  if (o.window == 0 && o.max_context < 1) return Status(Code::invalid_argument, "max_context must be >= 1");
+  if (o.window > 0 && !model->layer(0).params.sw.causal)
     return Status(Code::input_error, "window: this model is non-causal (causal = false); a sliding window needs a "
                                      "causal model");
   auto impl = std::make_unique<Impl>();
@@ -194,16 +197,16 @@ Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<c
   impl->g = &ctx.impl();
   impl->model = std::move(model);
   impl->info = model_info(*impl->model);
-  impl->opts = options;
-  impl->batch = options.batch;
-  impl->window = options.window;
-  if (options.window > 0) {
-    impl->max_chunk = std::min(options.window, kWindowChunk);
-    impl->capacity = options.window + impl->max_chunk - 1;
+  impl->opts = o;
+  impl->batch = o.batch;
+  impl->window = o.window;
+  if (o.window > 0) {
+    impl->max_chunk = std::min(o.window, kWindowChunk);
+    impl->capacity = o.window + impl->max_chunk - 1;
   } else {
-    impl->capacity = impl->max_chunk = options.max_context;
+    impl->capacity = impl->max_chunk = o.max_context;
   }
-  impl->last_only = options.last_output_only;
+  impl->last_only = o.last_output_only;
   RFA_TRY(impl->init());
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
