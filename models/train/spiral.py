@@ -1,10 +1,12 @@
 """spiral-filter: RFA next-state predictor on the noisy damped spiral, vs Kalman / RoPE baselines.
 
-One command reproduces models/spiral-filter from scratch (fixed seeds):
+One command reproduces models/spiral-filter from scratch (fixed seeds; the default kind, rfa_w50:
+RFA trained and run with an attention window of 50, 3000 steps):
     cd models/train && nice -n 10 /usr/bin/python3 spiral.py
-and one of the other KINDS alone, same recipe and seed, into its own folder (default ../spiral-<kind>):
+and one of the other KINDS alone, same data and seed, into its own folder (default ../spiral-<kind>):
     cd models/train && nice -n 10 /usr/bin/python3 spiral.py --kind afa --out ../spiral-afa
     cd models/train && nice -n 10 /usr/bin/python3 spiral.py --kind rt --out ../spiral-rt
+    cd models/train && nice -n 10 /usr/bin/python3 spiral.py --kind rfa   # RFA and the RoPE baseline, no window
 
 System (continuous time, SDE dx = A x dt + sigma_p dW, A = [[0.9,-2],[1,-1.1]], eigenvalues -0.1 +- i):
 simulated EXACTLY as the discrete-time Euler-Maruyama recursion with step h = 0.01,
@@ -114,7 +116,21 @@ KINDS = {
     # before the attention, RMSNorm before the FFN); the M2 namespace supplies RFA's frequencies and
     # the decay scale.
     "rt": dict(model="M2", attention_variant="rt", norm="rms_norm", use_real_input_norm=False),
+    # RFA trained and run with a sliding window of 50 measurements (args.attention_window; docs/math.md
+    # section 8): each prediction sees the last 50 only, so a stream longer than the training
+    # sequences shows the model nothing it was not trained on (the unwindowed models' softmax runs
+    # over ever more keys, which is what fails at 4x the training length).
+    # 3000 training steps instead of the recipe's 1000 (the loss still falls at 1000).
+    "rfa_w50": dict(model="M2", attention_window=50, steps=3000),
+    # The same window and steps on the RoPE baseline: what the window does without RFA's decay and
+    # precision.
+    "rope_w50": dict(model="M2.6", attention_window=50, steps=3000),
 }
+DEFAULT_STEPS = 1000  # the recipe's, for kinds that name none
+# How metrics.json names each kind's results (spiral_rank.py --merge reads them back).
+RESULT_LABELS = {"rfa": "RFA (M2 / SC-RFA)", "rope": "RoPE baseline (M2.6 pure rotation)",
+                 "afa": "AFA (adaptive filter attention)", "rt": "RT-RFA", "rfa_w50": "RFA (M2), attention window 50",
+                 "rope_w50": "RoPE (M2.6), attention window 50"}
 
 
 def model_args(kind, a):
@@ -122,6 +138,7 @@ def model_args(kind, a):
                   hidden_dim=4 * a.d_e, d_in=2, seq_len=a.n_train, vocab_size=None, batch_size=a.batch,
                   t_equal=False, norm="layer_norm", norm_eps=1e-5, tokenizer=None)
     over = dict(KINDS[kind])
+    over.pop("steps", None)
     args = make_args(over.pop("model"), **dict(common, **over))   # a kind's keys override the recipe's (norm)
     args.architecture = "signal"
     return args
@@ -134,7 +151,13 @@ def make_batch(sp, B, N, rng, irr_frac=0.5):
     return f(y), f(t), f(tgt)
 
 
+def train_steps(kind, a):
+    """--steps when given, else the kind's own count, else the recipe's 1000."""
+    return a.steps if a.steps else KINDS[kind].get("steps", DEFAULT_STEPS)
+
+
 def train(kind, a, sp, log):
+    steps = train_steps(kind, a)
     seed_all(a.seed)
     args = model_args(kind, a)
     model = NextStepPredictor(args)
@@ -143,9 +166,9 @@ def train(kind, a, sp, log):
     tm = Timer()
     run = 0.0
     random_steps = getattr(args, "phase_source", "omega_t") == "accumulated_random"
-    for step in range(a.steps):
+    for step in range(steps):
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, a.steps, a.lr)
+            g["lr"] = lr_at(step, steps, a.lr)
         if random_steps:  # fresh random steps every training step (as the paper); seed 0 when exported
             args.step_seed = step + 1
         y, t, tgt = make_batch(sp, a.batch, a.n_train, rng)
@@ -156,7 +179,7 @@ def train(kind, a, sp, log):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         run = 0.98 * run + 0.02 * loss.item() if step else loss.item()
-        if step % 100 == 0 or step == a.steps - 1:
+        if step % 100 == 0 or step == steps - 1:
             log("[%s] step %5d  loss %.4f  (ema %.4f)  %.0fs" % (kind, step, loss.item(), run, tm()))
     args.step_seed = 0
     return model, args, tm()
@@ -223,6 +246,10 @@ def write_goldens(model, args, stored, out_dir, sp, command="cd models/train && 
                 "  pass as t_measure), irregular_output.npy [1,64,2] f32.\n"
                 "Forward: NextStepPredictor (input_proj -> backbone(t_shift=1%s) -> output_head).\n"
                 % (command, module, shift_note))
+        window = int(getattr(args, "attention_window", 0) or 0)
+        if window:
+            f.write("Attention window %d (args.attention_window): each position attends to its last %d keys, "
+                    "as the runtime\nruns this model by default.\n" % (window, window))
 
 
 def main():
@@ -231,7 +258,7 @@ def main():
     ap.add_argument("--d-k", dest="d_k", type=int, default=32, help="d_k_total = d_v_total (complex dims)")
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--steps", type=int, default=None, help="default: the kind's own (KINDS), else 1000")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--n-train", type=int, default=100)
@@ -240,20 +267,20 @@ def main():
     ap.add_argument("--sigma-m", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--kind", default="rfa", choices=sorted(KINDS),
-                    help="rfa (default): RFA vs the RoPE baseline, RFA exported to ../spiral-filter; "
-                         "any other kind: trained alone (same recipe and seed) and exported to --out")
-    ap.add_argument("--out", default=None, help="default ../spiral-filter (rfa) or ../spiral-<kind>")
+    ap.add_argument("--kind", default="rfa_w50", choices=sorted(KINDS),
+                    help="rfa_w50 (default): the default model, exported to ../spiral-filter; rfa: RFA vs the "
+                         "RoPE baseline; any other kind: trained alone (same data and seed) and exported to --out")
+    ap.add_argument("--out", default=None, help="default ../spiral-filter (rfa_w50) or ../spiral-<kind>")
     ap.add_argument("--skip-baseline", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     if a.out is None:
         a.out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                             "spiral-filter" if a.kind == "rfa" else "spiral-" + a.kind)
+                             "spiral-filter" if a.kind == "rfa_w50" else "spiral-" + a.kind)
     out_dir = os.path.abspath(a.out)
     name = os.path.basename(out_dir)
     command = "cd models/train && nice -n 10 /usr/bin/python3 spiral.py" + (
-        "" if a.kind == "rfa" else " --kind %s --out ../%s" % (a.kind, name))
+        "" if a.kind == "rfa_w50" and name == "spiral-filter" else " --kind %s --out ../%s" % (a.kind, name))
     os.makedirs(out_dir, exist_ok=True)
     t_all = time.time()
     log = lambda s: print(s, flush=True)
@@ -274,19 +301,17 @@ def main():
         kinds = [a.kind]
     else:
         kinds = ["rfa"] if a.skip_baseline else ["rfa", "rope"]
-    labels = {"rfa": "RFA (M2 / SC-RFA)", "rope": "RoPE baseline (M2.6 pure rotation)",
-              "afa": "AFA (adaptive filter attention)", "rt": "RT-RFA"}
     for kind in kinds:
         model, args, wall = train(kind, a, sp, log)
         models[kind], walls[kind] = (model, args), wall
-        label = labels.get(kind, kind)
+        label = RESULT_LABELS.get(kind, kind)
         for (N, irr), (y, t, tgt, gaps) in sets.items():
             key = "N=%d %s" % (N, "irregular" if irr else "regular")
             results[key][label] = model_mse(model, y, t, tgt, 32 if N <= 100 else 8)
         log(json.dumps(results, indent=1))
 
     model, args = models[a.kind]
-    made_by = "models/train/spiral.py" + ("" if a.kind == "rfa" else " --kind " + a.kind)
+    made_by = "models/train/spiral.py" + ("" if a.kind == "rfa_w50" else " --kind " + a.kind)
     stored = export_model(model, args, "signal", out_dir, mode="f32",
                           metadata={"model": name, "made_by": made_by})
     write_goldens(model, args, stored, out_dir, sp, command)
@@ -295,6 +320,7 @@ def main():
                        "rt": (rt_head_table, rt_head_table_md)}.get(variant, (head_table, head_table_md))
     heads = table(model)
     summary = dict(results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=portable_cli(a),
+                   train_steps={k: train_steps(k, a) for k in kinds},
                    heads=heads, F10=sp.F[PER_DT].tolist(), Q10=sp.Q[PER_DT].tolist())
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:
         json.dump(summary, f, indent=1, default=float)

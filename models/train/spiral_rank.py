@@ -8,7 +8,8 @@ table (mean and spread over seeds, and the ratio to Kalman).
 usage: nice /usr/bin/python3 spiral_rank.py [--kinds rfa,acc,rfa_acc,rope,afa,afa_unitary,rt] [--seeds 0,1,2]
                                             [--json ../benchmark-spiral.json] [spiral.py options]
        /usr/bin/python3 spiral_rank.py --merge A.json B.json ... [--json OUT.json]
-         (runs of the same settings made in parallel processes, e.g. one seed each: one table)
+         (runs of the same settings made in parallel processes, e.g. one seed each: one table; a
+          spiral.py metrics.json, e.g. ../spiral-filter/metrics.json, counts as that kind's seed run)
 """
 import argparse
 import json
@@ -31,6 +32,8 @@ LABELS = {
     "afa": "AFA (channel_sum)",
     "afa_unitary": "AFA unitary (channel_sum)",
     "rt": "RT-RFA (stationary, student-t)",
+    "rfa_w50": "RFA (M2), attention window 50",
+    "rope_w50": "RoPE (M2.6), attention window 50",
 }
 
 
@@ -42,7 +45,7 @@ def main():
                                                    "benchmark-spiral.json"))
     for flag, kw in (("--d-e", dict(dest="d_e", type=int, default=64)), ("--d-k", dict(dest="d_k", type=int, default=32)),
                      ("--layers", dict(type=int, default=2)), ("--heads", dict(type=int, default=4)),
-                     ("--steps", dict(type=int, default=1000)), ("--batch", dict(type=int, default=16)),
+                     ("--steps", dict(type=int, default=None)), ("--batch", dict(type=int, default=16)),
                      ("--lr", dict(type=float, default=2e-3)), ("--n-train", dict(dest="n_train", type=int, default=100)),
                      ("--n-eval", dict(dest="n_eval", type=int, default=128)),
                      ("--sigma-p", dict(dest="sigma_p", type=float, default=0.1)),
@@ -76,6 +79,7 @@ def main():
                    for k, (y, t, tgt, gaps) in sets.items()}
             out["runs"].setdefault(kind, {})[str(seed)] = run
             out["train_wall_s"].setdefault(kind, {})[str(seed)] = wall
+            out.setdefault("recipe", {})[kind] = dict(steps=spiral.train_steps(kind, a), batch=a.batch, lr=a.lr)
             log("%s seed %d: %s (%.0fs)" % (kind, seed, json.dumps(run), wall))
             afa_rows = common.afa_head_table(model)
             if afa_rows:  # what the AFA heads learned (per-channel ranges), for the log only
@@ -86,11 +90,26 @@ def main():
     return 0
 
 
+def from_metrics(m):
+    """A spiral.py metrics.json (one kind, one seed, exported model) in this script's format."""
+    kind, seed = m["cli"]["kind"], m["cli"]["seed"]
+    label = spiral.RESULT_LABELS.get(kind, kind)
+    base = ("raw measurements", "Kalman (true model)")
+    out = {"baselines": {k: {b: v[b] for b in base} for k, v in m["results"].items()},
+           "runs": {kind: {str(seed): {k: v[label] for k, v in m["results"].items()}}},
+           "train_wall_s": {kind: {str(seed): m["train_wall_s"][kind]}}}
+    if "train_steps" in m:
+        out["recipe"] = {kind: dict(steps=m["train_steps"][kind], batch=m["cli"]["batch"], lr=m["cli"]["lr"])}
+    return out
+
+
 def merge(files, dest):
     out = None
     for fn in files:
         with open(fn) as f:
             part = json.load(f)
+        if "results" in part:  # spiral.py's metrics.json of an exported model
+            part = from_metrics(part)
         if out is None:
             out = part
             continue
@@ -100,6 +119,11 @@ def merge(files, dest):
         for key in ("runs", "train_wall_s"):
             for kind, by_seed in part[key].items():
                 out[key].setdefault(kind, {}).update(by_seed)
+        for kind, recipe in part.get("recipe", {}).items():  # runs of one kind must share their recipe
+            if out.setdefault("recipe", {}).setdefault(kind, recipe) != recipe:
+                print("spiral_rank: %s trained %s with another recipe (%s, not %s)"
+                      % (fn, kind, recipe, out["recipe"][kind]), file=sys.stderr)
+                return 2
     with open(dest, "w") as f:
         json.dump(out, f, indent=1)
     print(table(out, list(out["runs"]), out["baselines"].keys()))
@@ -119,8 +143,10 @@ def table(out, kinds, set_names):
             k = out["baselines"][n]["Kalman (true model)"]
             spread = "" if len(v) == 1 else " (%.4f..%.4f)" % (v.min(), v.max())
             cells.append("%.4f%s, %.2fx" % (v.mean(), spread, v.mean() / k))
-        lines.append("| %s (%d seed%s) | " % (LABELS.get(kind, kind), len(out["runs"][kind]),
-                                             "" if len(out["runs"][kind]) == 1 else "s") + " | ".join(cells) + " |")
+        recipe = out.get("recipe", {}).get(kind)
+        steps = "" if not recipe or recipe["steps"] == 1000 else ", %d steps" % recipe["steps"]
+        lines.append("| %s%s (%d seed%s) | " % (LABELS.get(kind, kind), steps, len(out["runs"][kind]),
+                                               "" if len(out["runs"][kind]) == 1 else "s") + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -83,7 +83,10 @@ def test_row_diagnostics_pair_and_curves_agree_with_the_attention_map(spiral, ct
     ad = s.attention(1, 2, decayed=True).astype(np.float64)
     d = s.row_diagnostics(1, 2, rows=(50, 53), thresholds=(1, 4, 16, 64))
     for k, i in enumerate(range(50, 53)):
-        row = a[i, :i + 1]
+        # The keys the row sees: its last s.window (spiral-filter was trained with a window), else all.
+        j0 = max(0, i - s.window + 1) if s.window else 0
+        assert not a[i, :j0].any()
+        row = a[i, j0:i + 1]
         assert d["entropy"][k] == pytest.approx(-(row * np.log(row)).sum(), rel=1e-3)
         assert d["max_weight"][k] == pytest.approx(row.max(), rel=1e-4)
         lags = i - np.arange(i + 1)  # t = position here

@@ -135,8 +135,10 @@ int run_spiral_demo(Context* ctx, std::shared_ptr<const Model> model, bool json,
   }
   std::printf("RFA-VK %s: the spiral-filter demo\n", version());
   std::printf("device: %s\n", device.c_str());
-  std::printf("model:  %s (%s, %d layers x %d heads, D = %d complex dims per head)\n\n", m.name.c_str(),
+  std::printf("model:  %s (%s, %d layers x %d heads, D = %d complex dims per head", m.name.c_str(),
               m.architecture.c_str(), m.layers, m.heads, m.head_dim);
+  if (m.attention_window > 0) std::printf("; each prediction sees its last %d measurements", m.attention_window);
+  std::printf(")\n\n");
   std::printf("%-6s %-5s %10s %18s %10s %10s %10s  %s\n", "layer", "head", "mu", "omega band", "stat.var", "alpha",
               "beta", "regime");
   for (const auto& h : heads) {
