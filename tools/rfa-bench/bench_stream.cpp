@@ -93,6 +93,8 @@ int bench_stream(const std::vector<std::string>& args) {
   const int batch = std::max(1, std::atoi(option(args, "--batch", "1").c_str()));
   const int context = std::max(1, std::atoi(option(args, "--context", soak ? "0" : "512").c_str()));
   const int steps = std::max(1, std::atoi(option(args, "--steps", soak ? "1000000" : "256").c_str()));
+  // 0: the model's own window (args.attention_window; spiral-filter's is 50), else none. The
+  // reports name the window the session ran with.
   const int window = std::max(0, std::atoi(option(args, "--window", soak ? "4096" : "0").c_str()));
   std::unique_ptr<Context> ctx = open_context(args);
   if (!ctx) return 5;
@@ -142,14 +144,14 @@ int bench_stream(const std::vector<std::string>& args) {
       std::printf("{\"bench\":\"stream\",\"model\":\"%s\",\"batch\":%d,\"context\":%d,\"window\":%d,\"steps\":%d,"
                   "\"wall_ms\":%.4f,\"gpu_ms\":%.4f,\"host_ms\":%.4f,\"host_cpu_ms\":%.4f,\"submits\":%.2f,"
                   "\"bytes_up\":%.0f,\"bytes_down\":%.0f,\"tok_s\":%.1f,\"device\":\"%s\"}\n",
-                  info.name.c_str(), batch, context, window, steps, w, g, w - g, c, submits, up, down, 1000.0 / w,
+                  info.name.c_str(), batch, context, S.window(), steps, w, g, w - g, c, submits, up, down, 1000.0 / w,
                   device.c_str());
     else
       std::printf("%s (%s) batch %d, context %d%s, %d steps on %s: wall %.3f ms, GPU %.3f ms, host %.3f ms "
                   "(wall - GPU; the calling thread's CPU %.3f ms) per step (medians); %.2f submissions, %.0f bytes up, "
                   "%.0f bytes down per step; %.1f steps/s\n",
                   info.name.c_str(), info.architecture.c_str(), batch, context,
-                  window ? (", window " + std::to_string(window)).c_str() : "", steps, device.c_str(), w, g, w - g, c,
+                  S.window() ? (", window " + std::to_string(S.window())).c_str() : "", steps, device.c_str(), w, g, w - g, c,
                   submits, up, down, 1000.0 / w);
     return 0;
   }
