@@ -459,6 +459,35 @@ inline std::string describe(const AttentionPath& p) {
 // rel. Measured worst case over this suite on lavapipe: see the MESSAGE lines of the f16 case.
 constexpr double kTolF16 = 8.0 / 2048.0;
 
+// A variant's probe over a ring that wrapped: `in` streamed through a ring of `window` keys in calls
+// of `chunk` positions; for every batch row and head, check(b, h, rect, maps, tol, whole_band)
+// compares the probe with the variant's twin on the rows whose whole band is still in the ring
+// (whole_band: their rows sum to 1) and on a block of older rows; rows older than the ring are
+// refused, naming the cache.
+template <class Check>
+void check_wrapped_ring_probe(const AttentionParams& p, const Inputs& in, int window, int chunk, bool kv_f16,
+                              const Check& check) {
+  gpu::Context& g = test::gpu();
+  RingRun run = run_ring(p, in, window, chunk, kv_f16);
+  REQUIRE(run.cache.oldest() > 0);  // the ring wrapped
+  const uint32_t N = (uint32_t)in.N, lo = run.cache.oldest();
+  const uint32_t full = std::min(N - 1, lo + (uint32_t)window - 1);
+  const double tol = kv_f16 ? kTolF16 : 1e-4;
+  for (uint32_t b = 0; b < (uint32_t)in.B; ++b)
+    for (uint32_t h = 0; h < (uint32_t)p.heads; ++h) {
+      const Rect ring{full, N, lo, N}, block{lo + 1, N, lo, N - 1};
+      check(b, h, ring, probe(g, run.w, run.cache, run.ts, b, h, ring), tol, true);
+      check(b, h, block, probe(g, run.w, run.cache, run.ts, b, h, block), tol, false);
+    }
+  gpu::Buffer ah = test::zeros(1), aa = test::zeros(1);
+  gpu::Recorder rec(g);
+  REQUIRE(rec.begin().ok());
+  const Status s = ops::record_rfa_probe(g, rec, run.w, run.cache, run.ts, 0, 0, lo - 1, lo, lo, lo + 1, ah, aa);
+  CHECK(s.code() == Code::invalid_argument);
+  CHECK(s.message().find("still in the cache") != std::string::npos);
+  REQUIRE(rec.submit_and_wait().ok());
+}
+
 struct Shape {
   int B, H, D, N, times, chunk;
 };
