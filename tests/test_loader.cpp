@@ -699,6 +699,31 @@ TEST_CASE("bad model files are rejected, naming the tensor") {
     REQUIRE(write_safetensors(st, t).ok());
     expect(dir, Code::model_error, {"mu_v", "+Inf"});
   }
+  // README: "NaN/Inf weights are rejected" holds for tensors the flags leave unused too.
+  SUBCASE("NaN in P_prior_log, unused without the confidence gate") {
+    t["backbone.blocks.1.attn.P_prior_log"].data[0] = std::nanf("");
+    REQUIRE(write_safetensors(st, t).ok());
+    expect(dir, Code::model_error, {"backbone.blocks.1.attn.P_prior_log", "element 0", "NaN"});
+  }
+  SUBCASE("Inf in P_scale_log, unused without the confidence gate") {
+    t["backbone.blocks.0.attn.P_scale_log"].data[1] = std::numeric_limits<float>::infinity();
+    REQUIRE(write_safetensors(st, t).ok());
+    expect(dir, Code::model_error, {"backbone.blocks.0.attn.P_scale_log", "element 1", "+Inf"});
+  }
+  SUBCASE("NaN in a norm the flags switch off") {
+    json a2 = small_args({{"use_real_input_norm", false}});
+    write_folder(dir, "lm", a2, t);
+    t["backbone.blocks.0.norm1.bias"].data[2] = std::nanf("");
+    REQUIRE(write_safetensors(st, t).ok());
+    expect(dir, Code::model_error, {"backbone.blocks.0.norm1.bias", "element 2", "NaN"});
+  }
+  SUBCASE("NaN in omega_v that zero_rotations leaves unused") {
+    json a2 = small_args({{"zero_rotations", true}});
+    write_folder(dir, "lm", a2, t);
+    t["backbone.blocks.1.attn.omega_v"].data[3] = std::nanf("");
+    REQUIRE(write_safetensors(st, t).ok());
+    expect(dir, Code::model_error, {"backbone.blocks.1.attn.omega_v", "element 3", "NaN"});
+  }
   SUBCASE("f16 overflow to Inf is caught too") {
     t[kWq].data[0] = 1e6f;
     t[kWq].dtype = DType::f16;

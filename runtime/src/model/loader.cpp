@@ -29,7 +29,9 @@ std::string index_str(const std::vector<int64_t>& shape, size_t flat) {
   return shape_str(idx);
 }
 
-enum class Finite { all, allow_inf, none };  // what non-finite values a tensor may hold
+// What non-finite values a tensor may hold. Every tensor the loader reads is checked, used or not
+// (README: "NaN/Inf weights are rejected"); only the derived buffers, which are never read, are not.
+enum class Finite { all, allow_inf };
 
 // Reads tensors from the file, checking shapes, dtypes and values, and remembers which names were
 // expected so the rest can be reported as unexpected.
@@ -59,20 +61,28 @@ class TensorReader {
     if (!v) return v.status();
     for (size_t i = 0; i < v->size(); ++i) {
       double x = (*v)[i];
-      if (finite == Finite::none || std::isfinite(x)) continue;
+      if (std::isfinite(x)) continue;
       if (finite == Finite::allow_inf && std::isinf(x)) continue;
       return non_finite(name, shape, i, x);
     }
     return v;
   }
 
-  // Validates the shape of a tensor that may be present but is unused (reads nothing).
+  // A tensor that may be present but is unused: its shape and its values are checked (a NaN in a
+  // module the flags switch off is still a broken file), nothing is kept.
   Status optional_unused(const std::string& name, const std::vector<int64_t>& shape) {
     if (!has(name)) {
       expected_.insert(name);
       return Status::Ok();
     }
-    return check_entry(name, shape, false);
+    RFA_TRY(check_entry(name, shape, false));
+    const TensorEntry* e = st_.find(name);
+    if (e->dtype == DType::i64 || e->dtype == DType::i32) return Status::Ok();
+    auto v = st_.read_f64(name);
+    if (!v) return v.status();
+    for (size_t i = 0; i < v->size(); ++i)
+      if (!std::isfinite((*v)[i])) return non_finite(name, shape, i, (*v)[i]);
+    return Status::Ok();
   }
 
   Status unexpected() const {
@@ -170,8 +180,7 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
     // docs/variant-afa.md §12: the AFA layer's own tensors; RFA's are unexpected here.
     physics::RawAfaParams raw;
     const int64_t w = a.use_complex_conj_constraint ? D / 2 : D;
-    const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
-    RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}, omega_zeroed ? Finite::none : Finite::all));
+    RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}));
     RFA_ASSIGN(raw.afa_mu_v, r.f64(p + "afa_mu_v", {H, w}));
     RFA_ASSIGN(raw.afa_sigma_v, r.f64(p + "afa_sigma_v", {H, D}));
     RFA_ASSIGN(raw.afa_eta_v, r.f64(p + "afa_eta_v", {H, D}));
@@ -194,8 +203,7 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
     // docs/variant-rt.md §13: the RT-RFA layer's own tensors.
     physics::RawRtParams raw;
     const int64_t w = a.use_complex_conj_constraint ? D / 2 : D;
-    const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
-    RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}, omega_zeroed ? Finite::none : Finite::all));
+    RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}));
     RFA_ASSIGN(raw.rt_mu_v, r.f64(p + "rt_mu_v", h));
     RFA_ASSIGN(raw.rt_sigma_v, r.f64(p + "rt_sigma_v", h));
     RFA_ASSIGN(raw.rt_eta_v, r.f64(p + "rt_eta_v", h));
@@ -221,13 +229,11 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
   RFA_ASSIGN(raw.tau_param, r.f64(p + "tau_param", h));
   RFA_ASSIGN(raw.nu_param, r.f64(p + "nu_param", h));
   const int64_t w = a.use_complex_conj_constraint ? D / 2 : D;
-  const bool omega_zeroed = a.zero_rotations && !a.learn_rotations;
-  RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}, omega_zeroed ? Finite::none : Finite::all));
+  RFA_ASSIGN(raw.omega_v, r.f64(p + "omega_v", {H, w}));
   if (a.learn_t_shift) RFA_ASSIGN(raw.t_shift_param, r.f64(p + "t_shift_param", {1, H}));
-  const bool gate = a.use_inner_residual && a.use_total_precision_gate == 1;
-  const Finite gate_finite = gate ? Finite::all : Finite::none;  // unused unless the gate is on
-  RFA_ASSIGN(raw.P_prior_log, r.f64(p + "P_prior_log", {1, 1, H, 1, 1}, gate_finite));
-  RFA_ASSIGN(raw.P_scale_log, r.f64(p + "P_scale_log", {1, 1, H, 1, 1}, gate_finite));
+  // Unused unless the gate is on, and checked all the same.
+  RFA_ASSIGN(raw.P_prior_log, r.f64(p + "P_prior_log", {1, 1, H, 1, 1}));
+  RFA_ASSIGN(raw.P_scale_log, r.f64(p + "P_scale_log", {1, 1, H, 1, 1}));
   const std::vector<int64_t> cn = {1, 1, H, D, 1};
   if (a.use_complex_input_norm == 1) {
     RFA_ASSIGN(raw.cn_q, r.f64(p + "cn_q.gamma", cn));
@@ -236,13 +242,13 @@ Result<AttentionLayer> load_attention(TensorReader& r, const std::string& p, con
   }
   if (a.use_complex_output_norm) RFA_ASSIGN(raw.cn_o, r.f64(p + "cn_o.gamma", cn));
   if (a.use_colored_prior) {
-    // Present whenever the flag is set; used only when learn_decay does not take precedence.
-    const Finite f = a.learn_decay ? Finite::none : Finite::all;
-    RFA_ASSIGN(raw.c_exp_v, r.f64(p + "c_exp_v", h, f));
-    RFA_ASSIGN(raw.beta_exp_v, r.f64(p + "beta_exp_v", h, f));
-    RFA_ASSIGN(raw.a_per_v, r.f64(p + "a_per_v", h, f));
-    RFA_ASSIGN(raw.b_per_v, r.f64(p + "b_per_v", h, f));
-    RFA_ASSIGN(raw.omega_per_v, r.f64(p + "omega_per_v", h, f));
+    // Present whenever the flag is set; used only when learn_decay does not take precedence (and
+    // checked either way).
+    RFA_ASSIGN(raw.c_exp_v, r.f64(p + "c_exp_v", h));
+    RFA_ASSIGN(raw.beta_exp_v, r.f64(p + "beta_exp_v", h));
+    RFA_ASSIGN(raw.a_per_v, r.f64(p + "a_per_v", h));
+    RFA_ASSIGN(raw.b_per_v, r.f64(p + "b_per_v", h));
+    RFA_ASSIGN(raw.omega_per_v, r.f64(p + "omega_per_v", h));
   }
   // Derived buffers (pure functions of the length; 192 MiB per layer in the reference).
   for (const char* b : {"t_measure", "abs_idx", "causal_mask"}) r.ignore(p + b);
