@@ -44,8 +44,10 @@ Status check_attention_layer(const AttentionLayer& L, int d_e, const std::string
   return Status::Ok();
 }
 
-// One AFA layer through the AFA twin, its outputs in the RFA twin's form: est, the weights as
-// both Ahat and A (AFA's decay is per channel, so there is no single decayed matrix), row stats.
+// One AFA layer through the AFA twin, its outputs in the RFA twin's form: est, the weights Ahat,
+// the decayed weights A and the row statistics. AFA decays each channel by its own e^{-mu_k |l|},
+// so A is the contract's mean decayed mass (docs/variant-afa.md §11, what the GPU probe writes):
+// A_ij = Ahat_ij (1/D) sum_k e^{-mu_k |t_i - t_j|}, formed here from the lag.
 Status afa_attention(const AttentionParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
                      const std::vector<cd>& V, const std::vector<double>& t, AttentionOutputs* o,
                      const AttentionOptions& opt) {
@@ -63,6 +65,22 @@ Status afa_attention(const AttentionParams& p, int B, int N, const std::vector<c
   o->est = std::move(r.est);
   o->Ahat = r.attn;
   o->A = std::move(r.attn);
+  if (opt.want_matrices) {
+    const AfaParams twin = afa_twin_params(p);
+    const int H = p.heads, D = p.dim;
+    auto time = [&](int b, int i) { return t.empty() ? (double)i : t[(size_t)b * N + i]; };
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (int i = 0; i < N; ++i)
+          for (int j = 0; j < N; ++j) {
+            double& a = o->A[(((size_t)b * H + h) * N + i) * N + j];
+            if (a == 0.0) continue;  // masked, or no weight
+            const double lag = std::fabs(time(b, i) - time(b, j));
+            double mean = 0;
+            for (int k = 0; k < D; ++k) mean += std::exp(-afa_mu(twin, h, k) * lag);
+            a *= mean / D;
+          }
+  }
   o->row_max = r.row_max;
   o->row_lse = r.row_lse;
   o->row_sum.resize(r.row_lse.size());
