@@ -191,7 +191,30 @@ int main(int argc, char** argv) {
   CHECK(rfa_session_get_stats(s, &st) == RFA_OK && st.submits >= 40 && st.plans_recorded >= 1);
   float probe1;
   CHECK(rfa_session_attention(s, 0, 1, 0, 0, 1, 0, 1, 0, &probe1) == RFA_ERROR_INVALID_ARGUMENT);  /* evicted */
+  /* RFA_CACHED: what is still cached. The ring of a window of 3 holds 3 + 3 - 1 = 5 positions. */
+  CHECK(rfa_session_window(s) == 3 && rfa_session_max_context(s) == 5);
+  {
+    const int lo = rfa_session_oldest_position(s), hi = rfa_session_position(s), n = hi - lo;
+    CHECK(lo == 35 && rfa_session_first_full_row(s) == lo + 2);
+    float cached[25], explicit_[25];
+    CHECK(rfa_session_attention(s, 0, 1, 0, RFA_CACHED, RFA_CACHED, RFA_CACHED, RFA_CACHED, 1, cached) == RFA_OK);
+    CHECK(rfa_session_attention(s, 0, 1, 0, lo, hi, lo, hi, 1, explicit_) == RFA_OK);
+    CHECK(n == 5 && memcmp(cached, explicit_, sizeof cached) == 0);
+    rfa_row_diagnostics rows[5], row_last;
+    CHECK(rfa_session_row_diagnostics(s, 0, 1, 0, RFA_CACHED, RFA_CACHED, NULL, rows) == RFA_OK);
+    CHECK(rfa_session_row_diagnostics(s, 0, 1, 0, hi - 1, hi, NULL, &row_last) == RFA_OK);
+    CHECK(rows[hi - 1 - (lo + 2)].entropy == row_last.entropy);  /* rows [first_full_row, position) */
+    CHECK(rfa_session_row_diagnostics(s, 0, 1, 0, lo, hi, NULL, rows) == RFA_ERROR_INVALID_ARGUMENT);
+  }
   rfa_session_destroy(s);
+  /* window -1: no window (the model's own, none here, would be 0); below -1 is refused. */
+  so.window = -1;
+  CHECK(rfa_session_create_ex(ctx, model, &so, &s) == RFA_OK && s);
+  CHECK(rfa_session_window(s) == 0 && rfa_session_max_context(s) == 16);
+  rfa_session_destroy(s);
+  so.window = -2;
+  CHECK(rfa_session_create_ex(ctx, model, &so, &s) == RFA_ERROR_INVALID_ARGUMENT && !s);
+  CHECK(strstr(rfa_last_error(), "window") != NULL);
   rfa_model_destroy(model);
   CHECK(rfa_context_validation_messages(ctx) == 0);
   rfa_context_destroy(ctx);

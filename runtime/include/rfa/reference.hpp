@@ -31,7 +31,8 @@ struct ReferenceAttention {
 // Returns [batch][n][output_dim]: logits (lm), predictions (signal) or outputs (attention).
 // `attention`: (layer, head) pairs whose matrices are wanted; they are appended to *maps in order.
 // window > 0: every layer's banded causal mask (each query sees its last `window` keys), what a
-// session with SessionOptions::window computes; 0: the model's own (args.attention_window, often none).
+// session with SessionOptions::window computes; 0: the model's own (args.attention_window, often
+// none); -1: no window, even for a model trained with one.
 Result<std::vector<double>> reference_forward(const Model& m, int batch, int n, const double* values,
                                               const int64_t* ids, const double* timestamps,
                                               const std::vector<std::pair<int, int>>& attention = {},

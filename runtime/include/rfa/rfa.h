@@ -68,7 +68,8 @@ rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batc
                               rfa_session** out);
 /* Every session option. Start from rfa_session_options_default(). window > 0: a sliding-window KV
  * cache (each position sees its last `window` keys; a stream runs without end; max_context is then
- * ignored). last_output_only: outputs of each row's last position only. profile: per-kernel GPU
+ * ignored); 0: the window the model was trained with (rfa_model_attention_window; none if it has
+ * none); -1: no window, even for a model trained with one. last_output_only: outputs of each row's last position only. profile: per-kernel GPU
  * timing. kv: RFA_KV_F32 (default) or RFA_KV_F16 (K/V caches in fp16: half the memory). */
 #define RFA_KV_F32 0
 #define RFA_KV_F16 1
@@ -87,6 +88,11 @@ rfa_status rfa_session_reset(rfa_session* s);
 int rfa_session_position(const rfa_session* s);
 /* The oldest position still in the caches (0 without a window): probes reach [oldest, position). */
 int rfa_session_oldest_position(const rfa_session* s);
+/* The window the session runs with (0: none), after a trained window was applied. */
+int rfa_session_window(const rfa_session* s);
+/* The oldest row whose keys are all still cached (what rfa_session_row_diagnostics needs):
+ * the oldest position, or oldest + window - 1 once the window has evicted keys. */
+int rfa_session_first_full_row(const rfa_session* s);
 /* What a sliding window cuts off, per (layer, head), for the newest position of batch row b: see
  * rfa::WindowTruncation in rfa/session.hpp. Writes up to `capacity` entries (layers * heads are
  * needed) and their number into *count. measure = 0 skips the GPU-measured edge_mass. */
@@ -104,7 +110,10 @@ rfa_status rfa_session_get_stats(const rfa_session* s, rfa_session_stats* out);
 /* Outputs of the last prefill/step, [batch][count][output_dim]: copies up to `capacity` floats
  * into `out` and reports the count of positions and the total number of floats. */
 rfa_status rfa_session_outputs(const rfa_session* s, float* out, size_t capacity, int* count, size_t* floats);
-/* Ahat (decayed = 0) or A (decayed = 1) for rows [r0, r1) x cols [c0, c1): (r1-r0)*(c1-c0) floats. */
+/* Ahat (decayed = 0) or A (decayed = 1) for rows [r0, r1) x cols [c0, c1): (r1-r0)*(c1-c0) floats.
+ * RFA_CACHED (-1) for r0 / c0 is the oldest position still cached, for r1 / c1 the position: all
+ * four -1 give the (position - oldest)^2 floats of everything still cached. */
+#define RFA_CACHED (-1)
 rfa_status rfa_session_attention(rfa_session* s, int layer, int head, int b, int r0, int r1, int c0, int c1,
                                  int decayed, float* out);
 
@@ -221,6 +230,8 @@ rfa_status rfa_model_reference_forward(const rfa_model* model, int batch, int n,
 rfa_status rfa_context_device(rfa_context* ctx, const char** name, const char** type);
 
 int rfa_session_batch(const rfa_session* s);
+/* Positions the caches hold per batch row: max_context as asked, or, with a window, the ring's
+ * window + min(window, 256) - 1 slots (a window ignores max_context). */
 int rfa_session_max_context(const rfa_session* s);
 /* Timestamps of the filled positions of batch row b: up to capacity doubles, *count = position. */
 rfa_status rfa_session_timestamps(const rfa_session* s, int b, double* out, size_t capacity, size_t* count);
@@ -231,7 +242,8 @@ typedef struct rfa_row_diagnostics {
   double entropy, log_partition, max_weight, expected_lag;
   double mass_beyond[4];
 } rfa_row_diagnostics;
-/* thresholds: 4 lags (NULL: 1, 4, 16, 64). out: r1 - r0 entries. */
+/* thresholds: 4 lags (NULL: 1, 4, 16, 64). out: r1 - r0 entries. Every key of the rows must still
+ * be cached: r0 = RFA_CACHED starts at rfa_session_first_full_row, r1 = RFA_CACHED at the position. */
 rfa_status rfa_session_row_diagnostics(rfa_session* s, int layer, int head, int b, int r0, int r1,
                                        const double* thresholds, rfa_row_diagnostics* out);
 

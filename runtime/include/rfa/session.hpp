@@ -69,7 +69,7 @@ struct SessionOptions {
   // longer prefills are split, with identical results) and a stream runs for as long as it goes,
   // in constant memory; max_context is then ignored. window_report() bounds what the window drops.
   // A model trained with a window (args.attention_window, ModelInfo::attention_window) runs with
-  // that window when this is 0; W > 0 overrides it.
+  // that window when this is 0; W > 0 overrides it, and -1 runs without any window.
   int window = 0;
   // GPU timing: false times each submission as a whole (last_gpu_ms()); true also times every
   // kernel (last_kernel_ms()), at two timestamp writes per dispatch.
@@ -190,8 +190,11 @@ class Session {
   int output_dim() const;
   int position() const;  // positions filled per batch row
   int batch() const;
-  int max_context() const;  // ring slots per batch row with a window
-  int window() const;
+  // Positions the caches hold per batch row: SessionOptions::max_context as asked, or, with a
+  // window, the ring's W + min(W, 256) - 1 slots (a window ignores max_context: a stream goes on
+  // without end, and probes reach back this far).
+  int max_context() const;
+  int window() const;  // the window the session runs with (0: none), after the model's own applied
   // The oldest position still in the caches (0 without a window): probes reach [oldest, position).
   int oldest_position() const;
   const Model& model() const;
@@ -202,10 +205,18 @@ class Session {
 
   // Probes over positions already computed (rows and cols are absolute positions, within
   // [oldest_position(), position()); with a window, keys outside a row's band are masked).
+  // kCached (-1) for r0 / c0 means the oldest position still cached, for r1 / c1 position(): so
+  // attention(l, h, b, kCached, kCached, kCached, kCached, false) is everything still cached.
   // Ahat (decayed = false) or A = Ahat * E (decayed = true), [rows][cols], masked entries 0.
+  static constexpr int kCached = -1;
   Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
+  // Per query row, over all of its keys, which must still be cached: r0 = kCached starts at
+  // first_full_row(), r1 = kCached ends at position().
   Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                       const double thresholds[4]);
+  // The oldest row whose keys are all still cached: oldest_position() without a window or while
+  // nothing was evicted, else oldest_position() + window() - 1.
+  int first_full_row() const;
   Result<KernelCurves> curves(int layer, int head, const std::vector<double>& lags);
   // One pair's terms, from the cached rotated Q/K and the row statistics (a few bytes read back).
   Result<PairReadout> pair(int layer, int head, int b, int i, int j);

@@ -175,6 +175,8 @@ rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const
 }
 
 int rfa_session_oldest_position(const rfa_session* s) { return s ? s->session->oldest_position() : 0; }
+int rfa_session_window(const rfa_session* s) { return s ? s->session->window() : 0; }
+int rfa_session_first_full_row(const rfa_session* s) { return s ? s->session->first_full_row() : 0; }
 
 rfa_status rfa_session_window_report(rfa_session* s, int b, int measure, rfa_window_truncation* out, int capacity,
                                      int* count) {

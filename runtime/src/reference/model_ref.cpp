@@ -141,8 +141,10 @@ Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, 
 Result<std::vector<double>> forward(const Model& m, int B, int N, const double* inputs, const int64_t* ids,
                                     const double* timestamps, ModelProbe* probe, int window) {
   if (B < 1 || N < 1) return make_error(Code::invalid_argument, "reference forward: B and N must be >= 1");
-  if (window < 0) return make_error(Code::invalid_argument, "reference forward: window must be >= 0");
+  if (window < -1)
+    return make_error(Code::invalid_argument, "reference forward: window must be >= -1 (0: the model's own, -1: none)");
   if (window == 0) window = m.attention_window;  // the window the model was trained with (0: none)
+  if (window < 0) window = 0;                    // none, even for a model trained with one
   const int rows = B * N;
   const int d_e = m.d_e;
 

@@ -54,7 +54,8 @@ Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, 
 // The whole forward pass. inputs: [B][N][d_in] (signal) or [B][N][d_e] (attention), null for lm;
 // ids: [B][N] token ids (lm), else null; timestamps: [B][N] non-decreasing per sequence, null means
 // t = 0..N-1. Returns logits [B][N][vocab] (lm), predictions [B][N][d_in] (signal) or outputs
-// [B][N][d_e] (attention). window > 0: every layer's banded causal mask (AttentionOptions::window).
+// [B][N][d_e] (attention). window > 0: every layer's banded causal mask (AttentionOptions::window);
+// 0: the model's own (args.attention_window); -1: none.
 Result<std::vector<double>> forward(const Model& m, int B, int N, const double* inputs, const int64_t* ids,
                                     const double* timestamps, ModelProbe* probe = nullptr, int window = 0);
 

@@ -184,10 +184,12 @@ Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<c
                                                  const SessionOptions& options) {
   if (!model) return Status(Code::invalid_argument, "Session::create: no model");
   if (options.batch < 1) return Status(Code::invalid_argument, "batch must be >= 1");
-  if (options.window < 0)
-    return Status(Code::invalid_argument, "window must be >= 0 (0: the model's own, args.attention_window)");
+  if (options.window < -1)
+    return Status(Code::invalid_argument, "window must be >= -1 (0: the model's own, args.attention_window; "
+                                          "-1: none), got " + std::to_string(options.window));
   SessionOptions o = options;
   if (o.window == 0) o.window = model->attention_window;  // the window the model was trained with
+  if (o.window < 0) o.window = 0;                         // no window, even for a model trained with one
   if (o.window == 0 && o.max_context < 1) return Status(Code::invalid_argument, "max_context must be >= 1");
   if (o.window > 0 && !model->layer(0).params.sw.causal)
     return Status(Code::input_error, "window: this model is non-causal (causal = false); a sliding window needs a "
@@ -257,6 +259,10 @@ int Session::batch() const { return impl_->batch; }
 int Session::max_context() const { return impl_->capacity; }
 int Session::window() const { return impl_->window; }
 int Session::oldest_position() const { return impl_->oldest(); }
+int Session::first_full_row() const {
+  const int lo = impl_->oldest();
+  return impl_->window > 0 && lo > 0 ? lo + impl_->window - 1 : lo;
+}
 const Model& Session::model() const { return *impl_->model; }
 double Session::last_gpu_ms() const { return impl_->gpu_ms; }
 double Session::last_wall_ms() const { return impl_->wall_ms; }

@@ -42,6 +42,10 @@ Result<std::vector<float>> Session::Impl::run_probe(uint64_t floats, const Probe
 
 Result<std::vector<float>> Session::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed) {
   Impl& I = *impl_;
+  if (r0 == kCached) r0 = I.oldest();
+  if (c0 == kCached) c0 = I.oldest();
+  if (r1 == kCached) r1 = I.filled;
+  if (c1 == kCached) c1 = I.filled;
   RFA_TRY(I.check_probe(layer, head, b, r0, r1, c0, c1));
   const uint64_t cells = (uint64_t)(r1 - r0) * (uint64_t)(c1 - c0);
   auto other = I.g->allocator().allocate(cells * 4, gpu::MemoryKind::device, "probe (unused map)");
@@ -58,6 +62,8 @@ Result<std::vector<float>> Session::attention(int layer, int head, int b, int r0
 Result<std::vector<RowDiagnostics>> Session::row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                              const double thresholds[4]) {
   Impl& I = *impl_;
+  if (r0 == kCached) r0 = first_full_row();
+  if (r1 == kCached) r1 = I.filled;
   RFA_TRY(I.check_probe(layer, head, b, r0, r1, I.oldest(), std::max(I.oldest() + 1, I.filled)));
   const uint32_t rows = (uint32_t)(r1 - r0);
   float th[4];
