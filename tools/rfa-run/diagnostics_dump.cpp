@@ -2,6 +2,7 @@
 // as columns (one array per field, indexed like "position"), ready for numpy.
 #include "diagnostics_dump.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -85,11 +86,31 @@ bool parse_alphas(const std::string& s, std::vector<double>* out) {
   return !out->empty() && out->size() <= 65;
 }
 
+Window diagnostics_window(const Session& s, int n) {
+  const int pos = s.position(), oldest = s.oldest_position(), W = s.window();
+  Window w;
+  w.r1 = w.c1 = pos;
+  if (W <= 0) {  // everything is cached: the last n rows x the last n keys
+    w.r0 = w.c0 = std::max(0, pos - n);
+    return w;
+  }
+  // A row needs its whole band [r - W + 1, r]; rows whose first keys left the ring are skipped.
+  const int first_row = oldest > 0 ? oldest + W - 1 : 0;
+  w.r0 = std::max(first_row, pos - n);
+  w.c0 = std::max({oldest, w.r0 - W + 1, pos - kMaxSide});
+  return w;
+}
+
 Status write_diagnostics(Session& s, const DiagnosticsDump& opt) {
   std::error_code ec;
   std::filesystem::create_directories(opt.dir, ec);
   if (ec) return Status(Code::io_error, "--dump-diagnostics " + opt.dir + ": " + ec.message());
   const ModelInfo info = model_info(s.model());
+  const Window w = diagnostics_window(s, opt.window);
+  if (w.r1 - w.r0 < std::min(opt.window, s.position()))
+    std::fprintf(stderr, "rfa-run: note: --dump-diagnostics: with the sliding window of %d, the last %d rows are "
+                         "those whose keys are all still cached (of the %d asked), over the %d keys they see\n",
+                 s.window(), w.r1 - w.r0, opt.window, w.c1 - w.c0);
   for (int l = 0; l < info.layers; ++l)
     for (int h = 0; h < info.heads; ++h) {
       std::ostringstream o;
@@ -98,7 +119,7 @@ Status write_diagnostics(Session& s, const DiagnosticsDump& opt) {
       for (int b = 0; b < s.batch(); ++b) {
         DiagnosticsRequest r;
         r.layer = l, r.head = h, r.b = b;
-        r.r0 = r.c0 = -opt.window;
+        r.r0 = w.r0, r.r1 = w.r1, r.c0 = w.c0, r.c1 = w.c1;
         r.alpha = opt.alphas[0];
         r.sweep.assign(opt.alphas.begin() + 1, opt.alphas.end());
         auto d = s.head_diagnostics(r);

@@ -18,6 +18,17 @@ struct DiagnosticsDump {
 // Parses "a,b,c" (numbers > 0, at most 65); false on anything else.
 bool parse_alphas(const std::string& s, std::vector<double>* out);
 
+// The rows [r0, r1) and key columns [c0, c1) the dump covers after the session's last position.
+// Without a window: the last n rows x the last n keys. With a sliding window of W: the last n rows
+// whose keys are all still cached (the ring holds W + min(W, 256) - 1 positions, so at most
+// min(W, 256) of them once it is full) x the keys those rows see, [r0 - W + 1, r1), at most the
+// last kMaxSide (the spectrum's limit): the diagnostics over what the window sees.
+struct Window {
+  int r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+};
+constexpr int kMaxSide = 1024;
+Window diagnostics_window(const Session& s, int n);
+
 // Writes DIR/diagnostics_L{l}_H{h}.json for every layer and head of the session's model:
 // {"layer", "head", "window", "alphas", "batch_rows": [ {per-row columns, per-head summaries,
 // singular values, sweep, timings} ]}; non-finite numbers as null.

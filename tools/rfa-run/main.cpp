@@ -6,13 +6,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "demo.hpp"
+#include "args.hpp"
+#include "attention_dump.hpp"
 #include "diagnostics_dump.hpp"
 #include "progress.hpp"
 #include "rfa/context.hpp"
@@ -27,46 +27,9 @@ using namespace rfa;
 
 namespace {
 
-const char* kUsage =
-    "usage: rfa-run [--model DIR] [--device SEL] [input] [options]\n"
-    "  --list-devices            list Vulkan devices and exit\n"
-    "  --version                 print the version and exit\n"
-    "  --self-check              run a Linear op on the device against the CPU and exit\n"
-    "  --model DIR               model folder (config.json + model.safetensors); default: the bundled spiral-filter\n"
-    "  --device SEL              device index or name substring (default: RFA_DEVICE, else the best device)\n"
-    "  --summary                 print the per-layer, per-head physical parameters and regimes\n"
-    "input (one of; with none, the default model runs its streaming demo):\n"
-    "  --prompt TEXT             text for language models\n"
-    "  --tokens FILE.npy         int32/int64 token ids, [N] or [B,N]\n"
-    "  --signal FILE.npy         float32/float64 values, [N,d] or [B,N,d] (signal and attention models)\n"
-    "  --timestamps FILE.npy     [N] or [B,N] non-decreasing timestamps (default 0..N-1)\n"
-    "options:\n"
-    "  --stream                  feed the input one position at a time through the KV cache\n"
-    "  --window N                sliding-window KV cache: each position sees its last N (a stream runs on\n"
-    "                            past --max-context in constant memory; causal models). Default: the\n"
-    "                            window the model was trained with (args.attention_window), else none\n"
-    "  --kv f32|f16              precision of the K/V caches (f16: half the memory; see docs/math.md §9)\n"
-    "  --generate N              generate N tokens after the prompt (language models)\n"
-    "  --temperature T --top-k K --top-p P --seed S   sampling (temperature 0 = greedy, the default)\n"
-    "  --max-context N           positions reserved per batch row (default: input + generated)\n"
-    "  --dump DIR                write output.npy (float32 logits [B,N,V], predictions [B,N,d_in] or outputs [B,N,d_e])\n"
-    "  --dump-attention SPEC     with --dump: all | L:H[,L:H...] -> attn_L{l}_H{h}.npy (Ahat) and\n"
-    "                            attn_decayed_L{l}_H{h}.npy (A), float32 [B,N,N]\n"
-    "  --dump-diagnostics DIR    attention tomography of every layer and head -> diagnostics_L{l}_H{h}.json\n"
-    "  --diagnostics-window N    with --dump-diagnostics: the last N rows x the last N keys (default 512, <= 1024)\n"
-    "  --diagnostics-alphas LIST with --dump-diagnostics: temperatures, the first the main one (default 1)\n"
-    "  --cpu-reference           compute through the double-precision CPU twin instead of the GPU\n"
-    "  --json                    machine-readable summary on stdout\n";
-
-struct Args {
-  std::string model, device, prompt, tokens, signal, timestamps, dump, dump_attention;
-  bool list_devices = false, version = false, self_check = false, json = false, stream = false, cpu = false,
-       summary = false;
-  int generate = 0, max_context = 0, window = 0;
-  KvPrecision kv = KvPrecision::f32;
-  SamplerOptions sampler;
-  dump::DiagnosticsDump diagnostics;
-};
+using cli::Args;
+using cli::parse_int;
+using cli::usage_error;
 
 int exit_code(Code c) {
   switch (c) {
@@ -85,100 +48,9 @@ int fail(const Status& s, int code = -1) {
   return code >= 0 ? code : exit_code(s.code());
 }
 
-int usage_error(const std::string& msg) {
-  std::fprintf(stderr, "rfa-run: %s\n%s", msg.c_str(), kUsage);
-  return 2;
-}
-
-bool parse_int(const std::string& s, long long lo, long long hi, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno || end == s.c_str() || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-bool parse_double(const std::string& s, double* out) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end || !std::isfinite(v)) return false;
-  *out = v;
-  return true;
-}
-
-// Returns -1 when parsing succeeded, else the exit code.
-int parse(int argc, char** argv, Args& a) {
-  std::map<std::string, std::string*> str = {{"--model", &a.model},       {"--device", &a.device},
-                                             {"--prompt", &a.prompt},     {"--tokens", &a.tokens},
-                                             {"--signal", &a.signal},     {"--timestamps", &a.timestamps},
-                                             {"--dump", &a.dump},         {"--dump-attention", &a.dump_attention},
-                                             {"--dump-diagnostics", &a.diagnostics.dir}};
-  std::map<std::string, bool*> flags = {{"--list-devices", &a.list_devices}, {"--version", &a.version},
-                                        {"--self-check", &a.self_check},     {"--json", &a.json},
-                                        {"--stream", &a.stream},             {"--cpu-reference", &a.cpu},
-                                        {"--summary", &a.summary}};
-  std::set<std::string> seen;
-  for (int i = 1; i < argc; ++i) {
-    std::string k = argv[i];
-    if (k == "--help" || k == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (auto f = flags.find(k); f != flags.end()) {
-      *f->second = true;
-      continue;
-    }
-    if (i + 1 >= argc) return usage_error("option " + k + " needs a value (or is unknown)");
-    std::string v = argv[++i];
-    if (!seen.insert(k).second) return usage_error("option " + k + " given twice");
-    long long n = 0;
-    double d = 0;
-    if (auto s = str.find(k); s != str.end()) {
-      *s->second = v;
-    } else if (k == "--generate") {
-      if (!parse_int(v, 0, 1 << 24, &n)) return usage_error("--generate expects a count >= 0, got '" + v + "'");
-      a.generate = (int)n;
-    } else if (k == "--kv") {
-      if (v != "f32" && v != "f16") return usage_error("--kv expects f32 or f16, got '" + v + "'");
-      a.kv = v == "f16" ? KvPrecision::f16 : KvPrecision::f32;
-    } else if (k == "--window") {
-      if (!parse_int(v, 1, 1 << 26, &n)) return usage_error("--window expects a positive count, got '" + v + "'");
-      a.window = (int)n;
-    } else if (k == "--max-context") {
-      if (!parse_int(v, 1, 1 << 26, &n)) return usage_error("--max-context expects a positive count, got '" + v + "'");
-      a.max_context = (int)n;
-    } else if (k == "--diagnostics-window") {
-      if (!parse_int(v, 1, 1024, &n)) return usage_error("--diagnostics-window expects a count in [1, 1024], got '" + v + "'");
-      a.diagnostics.window = (int)n;
-    } else if (k == "--diagnostics-alphas") {
-      if (!dump::parse_alphas(v, &a.diagnostics.alphas))
-        return usage_error("--diagnostics-alphas expects up to 65 comma-separated numbers > 0, got '" + v + "'");
-    } else if (k == "--top-k") {
-      if (!parse_int(v, 0, 1 << 30, &n)) return usage_error("--top-k expects a count >= 0, got '" + v + "'");
-      a.sampler.top_k = (int)n;
-    } else if (k == "--seed") {
-      if (!parse_int(v, 0, INT64_MAX, &n)) return usage_error("--seed expects an integer >= 0, got '" + v + "'");
-      a.sampler.seed = (uint64_t)n;
-    } else if (k == "--temperature") {
-      if (!parse_double(v, &d) || d < 0) return usage_error("--temperature expects a number >= 0, got '" + v + "'");
-      a.sampler.temperature = d;
-    } else if (k == "--top-p") {
-      if (!parse_double(v, &d) || d <= 0 || d > 1) return usage_error("--top-p expects a number in (0, 1], got '" + v + "'");
-      a.sampler.top_p = d;
-    } else {
-      return usage_error("unknown option " + k);
-    }
-  }
-  int inputs = !a.prompt.empty() + !a.tokens.empty() + !a.signal.empty();
-  if (inputs > 1) return usage_error("give one input: --prompt, --tokens or --signal");
-  if (!a.dump_attention.empty() && a.dump.empty()) return usage_error("--dump-attention needs --dump DIR");
-  if ((seen.count("--diagnostics-window") || seen.count("--diagnostics-alphas")) && a.diagnostics.dir.empty())
-    return usage_error("--diagnostics-window and --diagnostics-alphas need --dump-diagnostics DIR");
-  if (!a.diagnostics.dir.empty() && a.cpu)
-    return usage_error("--dump-diagnostics reads the GPU session's caches; it does not run with --cpu-reference");
-  return -1;
-}
+// A probe the flags asked for that the session cannot answer (rows or keys no longer cached, a
+// head kind without that probe): the input is at fault, not the command line, so never exit 2.
+int probe_fail(const Status& s) { return fail(s, s.code() == Code::invalid_argument ? 4 : -1); }
 
 std::string default_model() {
   if (const char* e = std::getenv("RFA_MODEL")) return e;
@@ -524,15 +396,20 @@ Status feed(Session& S, const ModelInfo& info, const Input& in, int pos0, int co
 }
 
 // --generate on the device: sampled on the GPU, each token fed on the device; only token ids come
-// back (and, for a dump, every fed position's logits). The last token is printed, not fed.
-int generate_on_device(const Args& a, int V, int B, Session& S, Progress& progress, RowOutputs& rows, Outputs& out) {
+// back (and, for a dump, every fed position's logits). The last token is printed, not fed. Every
+// row's tokens are kept in `row_tokens` (a replay for the attention maps feeds them again).
+int generate_on_device(const Args& a, int V, int B, Session& S, RowOutputs& rows, Outputs& out,
+                       std::vector<std::vector<int64_t>>& row_tokens) {
+  Progress progress("generating", a.generate, "tokens");
   GenerateOptions go;
   go.tokens = a.generate;
   go.sampler = a.sampler;
   go.keep_outputs = !a.dump.empty();
-  go.on_token = [&](int k, const std::vector<int64_t>& row_tokens) {
+  row_tokens.assign((size_t)B, {});
+  go.on_token = [&](int k, const std::vector<int64_t>& tokens) {
     progress.set(k + 1);
-    out.generated.push_back(row_tokens[0]);
+    out.generated.push_back(tokens[0]);
+    for (int b = 0; b < B; ++b) row_tokens[(size_t)b].push_back(tokens[(size_t)b]);
   };
   auto g = S.generate(go);
   if (!g) return fail(g.status());
@@ -545,26 +422,53 @@ int generate_on_device(const Args& a, int V, int B, Session& S, Progress& progre
   return kGoOn;
 }
 
-// --dump-attention on the device: the full [fed, fed] Ahat and A of each pair, every batch row.
-int read_attention_maps(const DumpPairs& pairs, int B, Session& S, Outputs& out) {
-  const int fed = S.position();
-  for (auto [l, h] : pairs) {
-    std::vector<float> ah, ad;
-    for (int b = 0; b < B; ++b) {
-      auto x = S.attention(l, h, b, 0, fed, 0, fed, false);
-      if (!x) return fail(x.status());
-      auto y = S.attention(l, h, b, 0, fed, 0, fed, true);
-      if (!y) return fail(y.status());
-      ah.insert(ah.end(), x->begin(), x->end());
-      ad.insert(ad.end(), y->begin(), y->end());
-    }
-    add_attention_dump(out, l, h, std::move(ah), std::move(ad));
+// Feeds the whole input: one prefill, or one position at a time (--stream). While attention maps
+// are collected, the input goes in by pieces that the maps probe before the window forgets their
+// keys (dump::AttentionMaps); the session splits a windowed prefill at the same boundaries itself,
+// so the outputs are the same.
+int feed_input(const Args& a, const ModelInfo& info, const Input& in, Session& S, dump::AttentionMaps& maps,
+               RowOutputs& rows, double& gpu_ms) {
+  const int N = in.N;
+  const int piece = maps.empty() ? N : std::max(1, dump::AttentionMaps::piece(S));
+  const int step = a.stream ? 1 : piece;
+  Progress progress(a.stream ? "streaming" : "prefill of " + std::to_string(N) + " positions", a.stream ? N : 0,
+                    "positions");
+  for (int p0 = 0; p0 < N; p0 += step) {
+    const int count = std::min(step, N - p0);
+    if (Status st = feed(S, info, in, p0, count, rows, gpu_ms); !st.ok()) return fail(st);
+    if (a.stream) progress.set(p0 + count);
+    if (!maps.empty() && (S.position() - maps.done() >= piece || p0 + count == N))
+      if (Status st = maps.probe(S); !st.ok()) return probe_fail(st);
   }
+  Progress::interrupt();
   return kGoOn;
 }
 
+// The maps of positions a windowed generation fed past what its ring still holds: the prompt and
+// the fed tokens again, through a fresh session, by pieces (prefill and generation give the same
+// numbers to fp32 tolerance; only the maps are kept).
+int replay_for_maps(const Loaded& l, const Input& in, const std::vector<std::vector<int64_t>>& row_tokens,
+                    SessionOptions so, dump::AttentionMaps& maps) {
+  Input r;
+  r.B = in.B;
+  r.N = in.N + (int)row_tokens[0].size() - 1;  // the last token is printed, not fed
+  for (int b = 0; b < in.B; ++b) {
+    r.ids.insert(r.ids.end(), in.ids.begin() + (size_t)b * in.N, in.ids.begin() + (size_t)(b + 1) * in.N);
+    r.ids.insert(r.ids.end(), row_tokens[(size_t)b].begin(), row_tokens[(size_t)b].end() - 1);
+  }
+  so.last_output_only = true;
+  auto s = Session::create(*g_ctx, l.model, so);
+  if (!s) return fail(s.status());
+  Args quiet;  // a prefill by pieces, no progress line of its own
+  RowOutputs discard((size_t)in.B);
+  double ms = 0;
+  maps.restart();
+  return feed_input(quiet, l.info, r, **s, maps, discard, ms);
+}
+
 // The default mode: a session on the device, prefilled at once or streamed (--stream), then
-// --generate, --dump-attention and --dump-diagnostics read from it.
+// --generate; --dump-attention's maps are probed as the positions go in, --dump-diagnostics reads
+// the caches at the end.
 int run_on_device(const Args& a, const Loaded& l, const Input& in, const DumpPairs& pairs, Outputs& out) {
   if (int rc = need_context(a); rc != kGoOn) return rc;
   const int B = in.B, N = in.N, total = N + a.generate;
@@ -573,33 +477,32 @@ int run_on_device(const Args& a, const Loaded& l, const Input& in, const DumpPai
   so.batch = B;
   so.max_context = a.max_context ? a.max_context : total;
   so.last_output_only = a.dump.empty();  // only the dump needs every position's output
-  so.window = a.window;  // 0: the model's own (args.attention_window)
+  so.window = a.window;  // 0: the model's own (args.attention_window); -1: none
   so.kv = a.kv;
-  if (so.window == 0 && l.info.attention_window == 0 && so.max_context < total)
+  const int window = a.window > 0 ? a.window : a.window < 0 ? 0 : l.info.attention_window;
+  if (window == 0 && so.max_context < total)
     return fail(Status(Code::input_error, "--max-context " + std::to_string(so.max_context) + " is shorter than the " +
                                               std::to_string(total) + " positions to run"));
   auto s = Session::create(*g_ctx, l.model, so);
   if (!s) return fail(s.status());
   Session& S = **s;
+  dump::AttentionMaps maps(pairs, B, N + std::max(0, a.generate - 1));
   RowOutputs rows((size_t)B);
-  Progress progress(a.stream ? "streaming" : "prefill of " + std::to_string(N) + " positions",
-                    a.stream ? N : 0, "positions");
-  if (a.stream) {
-    for (int i = 0; i < N; ++i) {
-      if (Status st = feed(S, l.info, in, i, 1, rows, out.gpu_ms); !st.ok()) return fail(st);
-      progress.set(i + 1);
-    }
-  } else if (Status st = feed(S, l.info, in, 0, N, rows, out.gpu_ms); !st.ok()) {
-    return fail(st);
-  }
-  Progress::interrupt();
-  Progress gen_progress("generating", a.generate, "tokens");
+  if (int rc = feed_input(a, l.info, in, S, maps, rows, out.gpu_ms); rc != kGoOn) return rc;
+  std::vector<std::vector<int64_t>> row_tokens;
   if (a.generate > 0)
-    if (int rc = generate_on_device(a, l.info.output_dim, B, S, gen_progress, rows, out); rc != kGoOn) return rc;
+    if (int rc = generate_on_device(a, l.info.output_dim, B, S, rows, out, row_tokens); rc != kGoOn) return rc;
   for (int b = 0; b < B; ++b) out.outputs.insert(out.outputs.end(), rows[(size_t)b].begin(), rows[(size_t)b].end());
-  if (int rc = read_attention_maps(pairs, B, S, out); rc != kGoOn) return rc;
+  if (!maps.empty() && maps.done() < S.position()) {  // the generated positions
+    if (maps.reachable(S)) {
+      if (Status st = maps.probe(S); !st.ok()) return probe_fail(st);
+    } else if (int rc = replay_for_maps(l, in, row_tokens, so, maps); rc != kGoOn) {
+      return rc;
+    }
+  }
+  out.attn_dumps = maps.take();
   if (!a.diagnostics.dir.empty())
-    if (Status st = dump::write_diagnostics(S, a.diagnostics); !st.ok()) return fail(st);
+    if (Status st = dump::write_diagnostics(S, a.diagnostics); !st.ok()) return probe_fail(st);
   out.positions = S.position();
   return kGoOn;
 }
@@ -656,7 +559,7 @@ void print_report(const Args& a, const Loaded& l, const Input& in, const Outputs
 
 int run(int argc, char** argv) {
   Args a;
-  if (int rc = parse(argc, argv, a); rc != kGoOn) return rc;
+  if (int rc = cli::parse(argc, argv, a); rc != cli::kParsed) return rc;
   if (a.version) {
     std::printf("rfa-run %s\n", rfa::version());
     return 0;
