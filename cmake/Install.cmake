@@ -50,3 +50,10 @@ set(RFA_DOC_DIR ${CMAKE_INSTALL_DATADIR}/doc/rfa)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${RFA_DOC_DIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${RFA_DOC_DIR}/docs)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples/ DESTINATION ${RFA_DOC_DIR}/examples)
+
+# The Python package records this install's prefix (share/rfa/python/rfa/_install.py), so a
+# `pip install` of share/rfa/python finds lib/ of the prefix with no RFA_* variable.
+install(CODE "set(RFA_PY_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+set(RFA_PY_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
+set(RFA_PY_DATADIR \"${RFA_DATA_DIR}\")")
+install(SCRIPT ${CMAKE_SOURCE_DIR}/cmake/PythonInstallPaths.cmake)

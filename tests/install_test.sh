@@ -71,24 +71,35 @@ uses_prefix_lib "$work/pc_c" || fail "pc_c does not use the installed librfa.so"
 step "Python: pip install --no-build-isolation into a venv of Debian's python3, library from the prefix"
 py=${RFA_PYTHON:-/usr/bin/python3}
 "$py" -m venv --system-site-packages "$work/venv" > "$work/venv.log" 2>&1 || { cat "$work/venv.log"; fail "venv"; }
-cp -r "$prefix/share/rfa/python" "$work/python-src"
-"$work/venv/bin/python" -m pip install --no-build-isolation --no-index "$work/python-src" > "$work/pip.log" 2>&1 ||
+[ -f "$prefix/share/rfa/python/rfa/_install.py" ] || fail "cmake --install did not record the prefix for Python"
+# As docs/python.md says: pip install straight from the prefix.
+"$work/venv/bin/python" -m pip install --no-build-isolation --no-index "$prefix/share/rfa/python" > "$work/pip.log" 2>&1 ||
   { cat "$work/pip.log"; fail "pip install"; }
-(cd "$work" && env -u RFA_LIBRARY RFA_PREFIX="$prefix" "$work/venv/bin/python" - "$prefix" "$models" <<'EOF'
+# No RFA_* variable at all, from a directory that has nothing to do with the prefix or the sources.
+mkdir -p "$work/elsewhere"
+unset_rfa=$(env | sed -n 's/^\(RFA_[A-Za-z0-9_]*\)=.*/-u \1/p')
+# shellcheck disable=SC2086
+(cd "$work/elsewhere" && env $unset_rfa "$work/venv/bin/python" - "$prefix" "$models" <<'EOF'
 import os, sys
 import numpy as np
 import rfa
 prefix, models = sys.argv[1], sys.argv[2]
-assert rfa.__file__.startswith(os.path.join(os.getcwd(), "venv")), rfa.__file__
+assert not [k for k in os.environ if k.startswith("RFA_")], "an RFA_ variable is set"
+assert rfa.__file__.startswith(os.path.join(os.path.dirname(os.getcwd()), "venv")), rfa.__file__
 assert rfa.library_path() == os.path.join(prefix, "lib", "librfa.so"), rfa.library_path()
 m = rfa.load_model(os.path.join(models, "spiral-filter"))
 x = np.load(os.path.join(models, "spiral-filter", "golden", "regular_input.npy"))
 want = np.load(os.path.join(models, "spiral-filter", "golden", "regular_output.npy"))
 y = rfa.Session(m, max_context=x.shape[1]).prefill(x)
 assert np.abs(y - want).max() < 1e-4, np.abs(y - want).max()
-print("python: installed package, library", rfa.library_path(), "max |y - golden| %.2e" % np.abs(y - want).max())
+print("python: installed package, no RFA_* variable, library", rfa.library_path(),
+      "max |y - golden| %.2e" % np.abs(y - want).max())
 EOF
 ) || fail "the installed Python package"
+# RFA_PREFIX is followed when set.
+env -u RFA_LIBRARY RFA_PREFIX="$prefix" "$work/venv/bin/python" -c \
+  "import rfa, os; p = rfa.library_path(); assert p == os.path.join('$prefix', 'lib', 'librfa.so'), p" ||
+  fail "RFA_PREFIX is not followed"
 # Found next to itself too, before any prefix.
 site=$("$work/venv/bin/python" -c "import rfa, os; print(os.path.dirname(rfa.__file__))")
 cp "$prefix/lib/librfa.so" "$site/librfa.so"

@@ -1,15 +1,20 @@
-"""Finding and loading librfa.so, the C prototypes, and rfa.Error.
+"""Finding and loading the runtime's shared library, the C prototypes, and rfa.Error.
 
 The library is loaded on first use, not at import: `python3 -m rfa.convert` and the safetensors
-helpers work without it. Search order (the first that loads wins):
+helpers work without it. Its name is librfa.so on Linux, librfa.dylib on macOS and rfa.dll on
+Windows. Search order (the first that loads wins):
 
-1. RFA_LIBRARY (a path to librfa.so; when set, nothing else is tried);
-2. next to this package (rfa/librfa.so);
-3. an install prefix: $RFA_PREFIX, the Python prefixes, /usr/local, /usr, each under lib/,
-   lib64/ and lib/<multiarch>/;
-4. a build tree: when the package is imported from a source checkout (python/rfa), the
-   checkout's build/librfa.so;
-5. the dynamic linker's own search (ctypes.util.find_library).
+1. RFA_LIBRARY (a path to the library; when set, nothing else is tried);
+2. next to this package (e.g. rfa/librfa.so, copied there before packaging a wheel);
+3. RFA_PREFIX, an install prefix: its lib/, lib64/, lib/<multiarch>/ (and bin/ on Windows);
+4. the prefix `cmake --install` put this package's sources under: the folder four levels above
+   this file when it is there (P/share/rfa/python/rfa), then the prefix recorded in _install.py,
+   which the install writes, so a `pip install` from P/share/rfa/python finds P's library from
+   any directory with no variable set;
+5. the Python prefixes, /usr/local and /usr;
+6. a build tree: when the package is imported from a source checkout (python/rfa), the
+   checkout's build/ folder;
+7. the dynamic linker's own search (ctypes.util.find_library).
 """
 import ctypes
 import ctypes.util
@@ -84,6 +89,43 @@ class PairReadout(ctypes.Structure):
         "ahat", "a")]
 
 
+class SessionStats(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_uint64) for n in ("submits", "bytes_up", "bytes_down", "plans_recorded")]
+
+
+# The attention tomography (rfa.h, "Attention tomography"; python/rfa/diagnostics.py).
+class DiagnosticsRequest(ctypes.Structure):
+    _fields_ = [(n, c_int) for n in ("layer", "head", "b", "r0", "r1", "c0", "c1")] + [
+        ("alpha", c_double), ("sweep", P(c_double)), ("sweep_count", c_int), ("decayed", c_int),
+        ("spectrum", c_int), ("keep_tilts", c_int)]
+
+
+class MomentSummary(ctypes.Structure):
+    _fields_ = [("queries", ctypes.c_longlong), ("keys", ctypes.c_longlong)] + [(n, c_double) for n in (
+        "var_q", "var_k", "tau_mean", "tau_std", "tau_chi_mean", "logit_std", "logit_std_meanfield", "dim_eff_u",
+        "dim_eff_n")]
+
+
+class DiagnosticsSummary(ctypes.Structure):
+    _fields_ = [(n, c_int) for n in ("layer", "head", "b", "r0", "r1", "c0", "c1", "d", "rows",
+                                     "singular_value_count", "sweep_count")] + \
+               [(n, c_double) for n in ("alpha", "entropy_mean", "max_weight_mean", "erank")] + \
+               [("rank", c_int), ("nullity", c_int), ("moments", MomentSummary)] + \
+               [(n, c_double) for n in ("gpu_ms", "svd_ms", "eigen_ms", "host_ms", "wall_ms")]
+
+
+class QueryDiagnostics(ctypes.Structure):
+    _fields_ = [("position", c_int), ("keys", c_int)] + [(n, c_double) for n in (
+        "q_norm", "tau", "entropy", "log_partition", "max_weight", "mean_s", "var_s", "mean_logit", "var_logit",
+        "expected_lag")]
+
+
+class SweepPoint(ctypes.Structure):
+    _fields_ = [(n, c_double) for n in ("alpha", "entropy", "max_weight", "erank")] + [("rank", c_int)]
+
+
+DIAG_SINGULAR_VALUES, DIAG_TILT_SPECTRUM, DIAG_NORMAL_SPECTRUM, DIAG_TILTS = 0, 1, 2, 3
+
 # name: (restype, argtypes). Every function that returns rfa_status is checked by call().
 _PROTOTYPES = {
     "rfa_version": (c_char_p, []),
@@ -125,6 +167,17 @@ _PROTOTYPES = {
     "rfa_session_options_default": (None, [P(SessionOptions)]),
     "rfa_session_create_ex": (c_int, [c_void_p, c_void_p, P(SessionOptions), P(c_void_p)]),
     "rfa_session_oldest_position": (c_int, [c_void_p]),
+    "rfa_session_window": (c_int, [c_void_p]),
+    "rfa_session_first_full_row": (c_int, [c_void_p]),
+    "rfa_session_get_stats": (c_int, [c_void_p, P(SessionStats)]),
+    "rfa_diagnostics_request_init": (None, [P(DiagnosticsRequest)]),
+    "rfa_session_head_diagnostics": (c_int, [c_void_p, P(DiagnosticsRequest), P(c_void_p)]),
+    "rfa_diagnostics_destroy": (None, [c_void_p]),
+    "rfa_diagnostics_get_summary": (c_int, [c_void_p, P(DiagnosticsSummary)]),
+    "rfa_diagnostics_rows": (c_int, [c_void_p, P(QueryDiagnostics), c_size_t, P(c_size_t)]),
+    "rfa_diagnostics_array": (c_int, [c_void_p, c_int, P(c_double), c_size_t, P(c_size_t)]),
+    "rfa_diagnostics_sweep": (c_int, [c_void_p, P(SweepPoint), c_size_t, P(c_size_t)]),
+    "rfa_diagnostics_sweep_singular_values": (c_int, [c_void_p, c_int, P(c_double), c_size_t, P(c_size_t)]),
     "rfa_session_window_report": (c_int, [c_void_p, c_int, c_int, P(WindowTruncation), c_int, P(c_int)]),
     "rfa_session_generate": (c_int, [c_void_p, c_int, c_double, c_int, c_double, ctypes.c_uint64, c_int,
                                      P(c_int64)]),
@@ -135,30 +188,70 @@ _lib = None
 _path = None
 
 
+def library_name():
+    """The shared library's file name on this platform."""
+    if sys.platform == "win32":
+        return "rfa.dll"
+    if sys.platform == "darwin":
+        return "librfa.dylib"
+    return "librfa.so"
+
+
+def _prefix_dirs(prefix):
+    """Where an install prefix keeps the shared library."""
+    subs = ["lib", "lib64"]
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if multiarch:
+        subs.append("lib/" + multiarch)
+    if sys.platform == "win32":
+        subs.insert(0, "bin")  # DLLs go to bin/
+    return [os.path.join(prefix, s) for s in subs]
+
+
+def _recorded_dirs(here):
+    """The library folders of the install this package came from (see the module docstring, 4)."""
+    out = []
+    share = os.path.normpath(os.path.join(here, os.pardir, os.pardir))  # P/share/rfa
+    if os.path.basename(share) == "rfa" and os.path.basename(os.path.dirname(share)) == "share":
+        out += _prefix_dirs(os.path.dirname(os.path.dirname(share)))
+    try:
+        from . import _install  # written by `cmake --install`; absent in a source checkout
+    except ImportError:
+        return out
+    for d in (getattr(_install, "LIBDIR", None), getattr(_install, "BINDIR", None)):
+        if d:
+            out.append(d)
+    prefix = getattr(_install, "PREFIX", None)
+    if prefix:
+        out += _prefix_dirs(prefix)
+    return out
+
+
 def candidates():
     """Where the library is looked for, in order (see the module docstring)."""
     env = os.environ.get("RFA_LIBRARY")
     if env:
         return [env]
+    name = library_name()
     here = os.path.dirname(os.path.abspath(__file__))
-    out = [os.path.join(here, "librfa.so")]
-    prefixes = [os.environ.get("RFA_PREFIX"), sys.prefix, sys.base_prefix, "/usr/local", "/usr"]
-    multiarch = sysconfig.get_config_var("MULTIARCH")
-    for p in prefixes:
-        if not p:
-            continue
-        for sub in ["lib", "lib64"] + (["lib/" + multiarch] if multiarch else []):
-            out.append(os.path.join(p, sub, "librfa.so"))
+    dirs = [here]
+    if os.environ.get("RFA_PREFIX"):
+        dirs += _prefix_dirs(os.environ["RFA_PREFIX"])
+    dirs += _recorded_dirs(here)
+    for p in (sys.prefix, sys.base_prefix, "/usr/local", "/usr"):
+        dirs += _prefix_dirs(p)
     checkout = os.path.dirname(os.path.dirname(here))
     if os.path.exists(os.path.join(checkout, "CMakeLists.txt")):
-        out.append(os.path.join(checkout, "build", "librfa.so"))
+        dirs.append(os.path.join(checkout, "build"))
+    out = [os.path.join(d, name) for d in dirs]
     found = ctypes.util.find_library("rfa")
     if found:
         out.append(found)
     seen, unique = set(), []
     for c in out:
-        if c not in seen:
-            seen.add(c)
+        key = os.path.normpath(c) if os.sep in c else c
+        if key not in seen:
+            seen.add(key)
             unique.append(c)
     return unique
 
@@ -182,17 +275,17 @@ def lib():
             for name, (res, args) in _PROTOTYPES.items():
                 f = getattr(handle, name, None)
                 if f is None:
-                    raise ImportError("%s: has no %s (a librfa.so older than this package?)" % (c, name))
+                    raise ImportError("%s: has no %s (a library older than this package?)" % (c, name))
                 f.restype = res
                 f.argtypes = args
             _lib, _path = handle, c
             return _lib
-        raise ImportError("librfa.so not found; set RFA_LIBRARY to its path or RFA_PREFIX to its install prefix. "
-                          "Tried:\n  " + "\n  ".join(tried))
+        raise ImportError("%s not found; set RFA_LIBRARY to its path or RFA_PREFIX to its install prefix. "
+                          "Tried:\n  %s" % (library_name(), "\n  ".join(tried)))
 
 
 def library_path():
-    """The path of the loaded librfa.so (loading it if needed)."""
+    """The path of the loaded library (loading it if needed)."""
     lib()
     return _path
 

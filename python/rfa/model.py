@@ -5,7 +5,8 @@ import threading
 
 import numpy as np
 
-from . import _lib
+from . import _args, _lib
+from ._args import checked
 from ._lib import P, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
 
 REGIMES = {0: "diffusive", 1: "integrative", 2: "brownian"}
@@ -35,7 +36,12 @@ class Context:
     True/False. Sessions on one context share the device; Session(device=...) reuses one context
     per device string."""
 
+    @checked
     def __init__(self, device=None, validation=None):
+        if device is not None and not isinstance(device, (str, int)) or isinstance(device, bool):
+            raise _args.bad("device must be None, an index or a name substring, got %r" % (device,))
+        if validation not in (None, True, False, 0, 1):
+            raise _args.bad("validation must be None, True or False, got %r" % (validation,))
         h = c_void_p()
         dev = None if device is None else str(device).encode()
         _lib.call("rfa_context_create", dev, -1 if validation is None else int(bool(validation)), ctypes.byref(h))
@@ -86,6 +92,8 @@ def shared_context(device=None):
     """The context Session(device=...) uses: one per device selector, created on first use."""
     if isinstance(device, Context):
         return device
+    if device is not None and not isinstance(device, (str, int)) or isinstance(device, bool):
+        raise _args.bad("device must be None, an index, a name substring or an rfa.Context, got %r" % (device,))
     key = None if device is None else str(device)
     with _contexts_lock:
         ctx = _contexts.get(key)
@@ -94,6 +102,7 @@ def shared_context(device=None):
         return ctx
 
 
+@checked
 def load_model(path):
     """Loads and validates a model folder (config.json + model.safetensors [+ tokenizer files]).
     Raises rfa.Error (MODEL_ERROR, IO_ERROR, ...) with the runtime's message."""
@@ -103,9 +112,13 @@ def load_model(path):
 class Model:
     """A loaded model (host memory). Sessions run it on a device."""
 
+    @checked
     def __init__(self, path):
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise _args.bad("path must be a folder name, got %r" % (path,))
         h = c_void_p()
-        _lib.call("rfa_model_load", os.fspath(path).encode(), ctypes.byref(h))
+        path = os.fsdecode(os.fspath(path))
+        _lib.call("rfa_model_load", path.encode(), ctypes.byref(h))
         self._h = h
         self.path = os.fspath(path)
         v = [c_int() for _ in range(6)]
@@ -142,8 +155,11 @@ class Model:
                 out.append(d)
         return out
 
+    @checked
     def encode(self, text):
         """Text (str or bytes) -> token ids (np.int64), with the model's tokenizer (LMs only)."""
+        if not isinstance(text, (str, bytes, bytearray, memoryview)):
+            raise _args.bad("encode: text must be str or bytes, got %r" % (text,))
         b = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         n = c_size_t()
         _lib.call("rfa_model_encode", self._h, b, len(b), None, 0, ctypes.byref(n))
@@ -151,9 +167,15 @@ class Model:
         _lib.call("rfa_model_encode", self._h, b, len(b), ids.ctypes.data_as(P(c_int64)), ids.size, ctypes.byref(n))
         return ids
 
+    @checked
     def decode_bytes(self, ids):
-        """Token ids -> the bytes they stand for."""
-        a = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
+        """Token ids -> the bytes they stand for (ids outside the vocabulary are skipped)."""
+        a = _args.array(ids, "ids")
+        if a.size and a.dtype.kind not in "iu":
+            raise _args.bad("decode: token ids must be integers, got an array of %s" % a.dtype)
+        if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+            raise _args.bad("decode: token id %d does not fit in int64" % int(a.max()))
+        a = np.ascontiguousarray(a.astype(np.int64).reshape(-1))
         n = c_size_t()
         ptr = a.ctypes.data_as(P(c_int64))
         _lib.call("rfa_model_decode", self._h, ptr, a.size, None, 0, ctypes.byref(n))
@@ -165,6 +187,7 @@ class Model:
         """Token ids -> text (invalid UTF-8, e.g. a split multi-byte piece, becomes U+FFFD)."""
         return self.decode_bytes(ids).decode("utf-8", "replace")
 
+    @checked
     def reference(self, x, timestamps=None):
         """REFERENCE ONLY (slow; for checking results): the double-precision CPU twin's forward pass
         on x ([N, d] / [B, N, d] values, or [N] / [B, N] token ids). Returns float64 [B, N, output_dim]."""
