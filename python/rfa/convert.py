@@ -11,6 +11,10 @@ runtime, whose validation names any tensor or flag it cannot run.
 
 Inputs: .pt / .pth / .ckpt (needs torch), .npz (numpy.savez of the state_dict; no torch needed)
 or .safetensors. The namespace comes from --args FILE.json (vars(args)) or from the checkpoint.
+Without one the conversion stops: the flags it holds (use_robust_weight, the decay and noise
+parameterisations, attention_window, ...) are not in the tensors, and a guess gives a model that
+loads and runs but computes something else. --assume-defaults opts in to the WikiText notebook's
+defaults for every flag the tensors do not imply.
 torch.load runs pickle: convert only checkpoints you trust (--trust-pickle allows a full unpickle
 when the checkpoint holds more than tensors, e.g. an argparse.Namespace).
 """
@@ -173,10 +177,20 @@ def storage_dtype(a, dtype):
 
 # ---- writing ------------------------------------------------------------------------------
 
-def convert(state_dict, args, out_dir, architecture=None, dtype="f32", tokenizer_dir=None, **ours):
+NO_NAMESPACE = ("has no training namespace (the argparse args it was trained with): the flags in it are not in "
+                "the tensors, and the notebook defaults the runtime would assume can compute something else. "
+                "Pass --args FILE.json (vars(args) of the training run), or --assume-defaults to take the "
+                "WikiText notebook's defaults for every flag")
+
+
+def convert(state_dict, args, out_dir, architecture=None, dtype="f32", tokenizer_dir=None, assume_defaults=False,
+            **ours):
     """Writes a model folder from a state_dict (name -> array or tensor) and the training namespace
-    (a dict, an argparse.Namespace or None). `ours`: hidden_dim, d_in, norm, norm_eps, tokenizer.
-    Returns the config written."""
+    (a dict or an argparse.Namespace). args=None is refused (ConvertError) unless
+    assume_defaults=True, which takes the WikiText notebook's defaults for every flag the tensors
+    do not imply. `ours`: hidden_dim, d_in, norm, norm_eps, tokenizer. Returns the config written."""
+    if args is None and not assume_defaults:
+        raise ConvertError("the checkpoint " + NO_NAMESPACE)
     sd = {k: _to_numpy(v) if _to_numpy(v) is not None else np.asarray(v) for k, v in state_dict.items()}
     sd = {k[len("module."):] if k.startswith("module.") else k: v for k, v in sd.items()}
     args = _namespace_dict(args)
@@ -217,6 +231,9 @@ def main(argv=None):
     ap.add_argument("--tokenizer-dir", help="folder with encoder.json and vocab.bpe to copy (GPT-2 BPE)")
     ap.add_argument("--dtype", default="f32", choices=["f32", "f16", "keep"])
     ap.add_argument("--trust-pickle", action="store_true", help="allow a full unpickle of a torch checkpoint")
+    ap.add_argument("--assume-defaults", action="store_true",
+                    help="without a training namespace (--args, or 'args' in the checkpoint), take the WikiText "
+                         "notebook's defaults for every flag instead of stopping")
     ap.add_argument("--no-check", action="store_true", help="do not load the result with the runtime")
     o = ap.parse_args(argv)
     try:
@@ -224,8 +241,15 @@ def main(argv=None):
         if o.args:
             with open(o.args) as f:
                 args = json.load(f)
-        cfg = convert(sd, args, o.out, o.architecture, o.dtype, o.tokenizer_dir, hidden_dim=o.hidden_dim,
-                      d_in=o.d_in, norm=o.norm, norm_eps=o.norm_eps, tokenizer=o.tokenizer)
+            if not isinstance(args, dict):
+                raise ConvertError("%s: expected a JSON object (vars(args)), found %s" % (o.args, type(args).__name__))
+        if args is None and not o.assume_defaults:
+            raise ConvertError("%s %s" % (o.checkpoint, NO_NAMESPACE))
+        if args is None:
+            print("rfa.convert: note: no training namespace; every flag the tensors do not imply takes the "
+                  "WikiText notebook's default (--assume-defaults)", file=sys.stderr)
+        cfg = convert(sd, args, o.out, o.architecture, o.dtype, o.tokenizer_dir, assume_defaults=o.assume_defaults,
+                      hidden_dim=o.hidden_dim, d_in=o.d_in, norm=o.norm, norm_eps=o.norm_eps, tokenizer=o.tokenizer)
     except (ConvertError, OSError, ValueError) as e:
         print("rfa.convert: %s" % e, file=sys.stderr)
         return 2

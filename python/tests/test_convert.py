@@ -64,6 +64,24 @@ def test_npz_checkpoint_becomes_the_same_model(tmp_path, ctx, model, tokens):
     assert np.array_equal(got, want)
 
 
+def test_without_a_namespace_it_stops_unless_told_to_assume_the_defaults(tmp_path, ctx):
+    """The spiral-filter's flags are not in its tensors: converted with the notebook defaults it
+    loads and runs, and computes something else. So the conversion refuses to guess."""
+    ckpt, _, _ = checkpoint_of(tmp_path, "spiral-filter")
+    r = run_convert(ckpt, "--out", tmp_path / "guess")
+    assert r.returncode == 2 and "--assume-defaults" in r.stderr and "--args" in r.stderr
+    assert "training namespace" in r.stderr and not (tmp_path / "guess").exists()
+    with pytest.raises(convert.ConvertError, match="assume-defaults"):
+        convert.convert(dict(np.load(ckpt)), None, str(tmp_path / "guess"))
+    r = run_convert(ckpt, "--assume-defaults", "--out", tmp_path / "guess")
+    assert r.returncode == 0, r.stderr
+    assert "--assume-defaults" in r.stderr  # the note says what was assumed
+    x = golden("spiral-filter", "regular_input")
+    want = rfa.Session(rfa.load_model(model_dir("spiral-filter")), max_context=64, device=ctx).prefill(x)
+    got = rfa.Session(rfa.load_model(str(tmp_path / "guess")), max_context=64, device=ctx).prefill(x)
+    assert np.abs(got - want).max() > 1e-2  # the guess runs, and is wrong: why it needs an explicit opt-in
+
+
 def test_args_that_contradict_the_tensors_are_named(tmp_path):
     ckpt, args_file, _ = checkpoint_of(tmp_path, "spiral-filter")
     args = json.loads(args_file.read_text())
