@@ -9,10 +9,13 @@ catches what it should):
             sign and 5) names a heading numbered so in the file it points to: the nearest .md
             mentioned before it on the same line, or, in a docs/ page, the page itself;
   includes  outside runtime/src, tests/ and tools/rfa-bench/, no #include of a header that lives
-            in runtime/src (programs, the viewer and the examples use runtime/include/rfa only).
+            in runtime/src (programs, the viewer and the examples use runtime/include/rfa only);
+  api       every function runtime/include/rfa/rfa.h declares is named in docs/c-api.md, and every
+            public member of the Python Session (python/rfa/session.py) in docs/python.md.
 
 Usage: check_repo.py [SOURCE_DIR]    or    check_repo.py --self-test
 """
+import ast
 import os
 import re
 import subprocess
@@ -70,6 +73,45 @@ def headings(text):
     return out
 
 
+C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+C_FUNCTION = re.compile(r"\b(rfa_[a-z0-9_]+)\s*\(")
+# Where the API lives and the page that must name every part of it.
+C_HEADER, C_PAGE = "runtime/include/rfa/rfa.h", "docs/c-api.md"
+PY_SESSION, PY_PAGE = "python/rfa/session.py", "docs/python.md"
+
+
+def c_functions(header_text):
+    """The functions a C header declares (comments stripped; a call shape `rfa_name(`)."""
+    return sorted(set(C_FUNCTION.findall(C_COMMENT.sub(" ", header_text))))
+
+
+def session_members(source_text):
+    """The public methods and properties of class Session in a Python source."""
+    for node in ast.parse(source_text).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Session":
+            return sorted(n.name for n in node.body
+                          if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and not n.name.startswith("_"))
+    return []
+
+
+def undocumented(names, page_text):
+    return [n for n in names if not re.search(r"(?<![\w])%s(?![\w])" % re.escape(n), page_text)]
+
+
+def check_api(contents):
+    """The API check (see the module docstring); skipped where a tree has no such files."""
+    problems = []
+    for source, page, names, what in (
+            (C_HEADER, C_PAGE, c_functions, "function %s is declared"),
+            (PY_SESSION, PY_PAGE, session_members, "Session.%s is public")):
+        if contents.get(source) is None:
+            continue
+        page_text = contents.get(page) or ""
+        for n in undocumented(names(contents[source]), page_text):
+            problems.append("%s: %s but %s does not mention it" % (source, what % n, page))
+    return problems
+
+
 def check(root):
     files = tracked_files(root)
     names = {os.path.basename(f) for f in files}
@@ -123,7 +165,7 @@ def check(root):
                 if os.path.exists(os.path.join(root, "runtime", "src", inc)):
                     line = text.count("\n", 0, m.start()) + 1
                     problems.append("%s:%d: includes the private header %s (use runtime/include/rfa)" % (f, line, inc))
-    return problems
+    return problems + check_api(contents)
 
 
 def self_test():
@@ -138,6 +180,11 @@ def self_test():
         write("runtime/include/rfa/x.hpp", "// public\n")
         write("good.cpp", '#include "rfa/x.hpp"\n// docs/math.md ' + SECTION + "5.1, " + SECTION + "5\n")
         write("tests/t.cpp", '#include "model/model.hpp"\n')
+        write(C_PAGE, "# C\n\n`rfa_documented`\n")
+        write(PY_PAGE, "# Python\n\n`documented()`, `position`\n")
+        write(C_HEADER, "/* rfa_in_a_comment(void) */\nint rfa_documented(int x);\n")
+        write(PY_SESSION, "class Session:\n    def documented(self): pass\n    @property\n"
+                          "    def position(self): pass\n    def _private(self): pass\n")
         if check(root):
             print("self-test: a clean tree was flagged:", check(root))
             return 1
@@ -149,6 +196,8 @@ def self_test():
             "old.cpp": "// the Regimes panel (RFA" + ".md 5)\n",
             "viewer/v.cpp": '#include "model/model.hpp"\n',
             "docs/link.md": "# L\n\n[x](sub/math.md)\n",
+            C_HEADER: "int rfa_documented(int x);\nRFA_API rfa_status rfa_new_call(const rfa_session* s);\n",
+            PY_SESSION: "class Session:\n    def documented(self): pass\n    def new_method(self): pass\n",
         }
         failed = 0
         for path, text in bad.items():
@@ -157,6 +206,9 @@ def self_test():
             print("self-test: %-14s -> %s" % (path, found[0] if found else "NOT CAUGHT"))
             failed += not found
             os.remove(os.path.join(root, path))
+            if path in (C_HEADER, PY_SESSION):  # leave the documented version for the next case
+                write(C_HEADER, "int rfa_documented(int x);\n")
+                write(PY_SESSION, "class Session:\n    def documented(self): pass\n")
         return 1 if failed else 0
 
 

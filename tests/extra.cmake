@@ -85,3 +85,13 @@ endif()
 add_test(NAME repo_checks COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_repo.py ${CMAKE_SOURCE_DIR})
 add_test(NAME repo_checks_selftest COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_repo.py --self-test)
 set_tests_properties(repo_checks repo_checks_selftest PROPERTIES ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 120)
+
+# The documentation's snippets (```c snippet, ```cpp snippet, ```python snippet in README.md and
+# docs/*.md), compiled against the public headers and this build's librfa.so and run from the
+# source folder, validation on: what a newcomer copies works on the bundled models.
+add_test(NAME doc_snippets
+  COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/doc_snippets.py ${CMAKE_SOURCE_DIR}
+          $<TARGET_FILE_DIR:rfa_shared> ${CMAKE_BINARY_DIR}/test-tmp/doc_snippets)
+add_test(NAME doc_snippets_selftest COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/doc_snippets.py --self-test)
+set_tests_properties(doc_snippets PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 900)
+set_tests_properties(doc_snippets_selftest PROPERTIES ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 60)
