@@ -233,7 +233,8 @@ int rfa_session_batch(const rfa_session* s);
 /* Positions the caches hold per batch row: max_context as asked, or, with a window, the ring's
  * window + min(window, 256) - 1 slots (a window ignores max_context). */
 int rfa_session_max_context(const rfa_session* s);
-/* Timestamps of the filled positions of batch row b: up to capacity doubles, *count = position. */
+/* Timestamps of the positions still cached of batch row b, [oldest, position): up to capacity
+ * doubles, *count = position - oldest. */
 rfa_status rfa_session_timestamps(const rfa_session* s, int b, double* out, size_t capacity, size_t* count);
 
 /* Diagnostics of query rows [r0, r1) of one head (docs/math.md §7): entropy of Ahat, log-partition,
