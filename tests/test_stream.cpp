@@ -347,8 +347,21 @@ TEST_CASE("a stream records its step once and submits once per step") {
 TEST_CASE("window options are checked") {
   auto m = model(Architecture::signal, 71);
   SessionOptions o;
-  o.window = -1;
+  o.window = -2;
   CHECK(Session::create(test::context(), m, o).status().code() == Code::invalid_argument);
+  // A model trained with a window: 0 runs with it, -1 without any, W > 0 with W.
+  Model trained = *m;
+  trained.attention_window = 5;
+  auto tm = std::make_shared<const Model>(trained);
+  for (auto [asked, runs] : {std::pair{0, 5}, std::pair{-1, 0}, std::pair{3, 3}}) {
+    o.window = asked;
+    o.max_context = 64;
+    auto W = Session::create(test::context(), tm, o);
+    REQUIRE(W.ok());
+    CHECK((*W)->window() == runs);
+    CHECK((*W)->max_context() == (runs ? runs + runs - 1 : 64));  // the ring's slots, or as asked
+  }
+  o.max_context = 4096;
   Model nc = *m;
   for (auto& b : nc.blocks) b.attn.params.sw.causal = false;
   o.window = 4;
