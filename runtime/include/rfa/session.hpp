@@ -95,7 +95,9 @@ struct WindowTruncation {
   double edge_lag = 0;       // t_i - t_j of the newest evicted key j = i - W (0 while none evicted)
   double decay_bound = 0;    // E(edge_lag + shift): no evicted key has a larger decay, so its
                              // decayed weight A_ij = Ahat_ij E_ij is at most this times Ahat_ij
+                             // (AFA: the channel-mean decay of its A; RT-RFA: 1, its A is Ahat)
   double precision_ratio = 0;  // P(edge) / P(0): how much less an evicted key can be trusted
+                               // (AFA: 1 / (nu v^C); RT-RFA: P between keys of unit magnitude)
   double edge_mass = 0;      // measured: the decayed mass sum_j A_ij of the oldest eighth of the
                              // window (the keys next in line to go; by lag, so keys sharing a
                              // timestamp count together); near 0 means a benign cut
@@ -139,7 +141,7 @@ struct WatchedRow {
   int layer = 0, head = 0, b = 0, row = 0, first_key = 0;
   bool decayed = false;
   std::vector<float> weights;  // Ahat or A over keys [first_key, row]
-  RowDiagnostics diagnostics;  // NaN for AFA and RT-RFA layers (RFA's row diagnostics only)
+  RowDiagnostics diagnostics;  // of the layer's own weights (every mechanism), as row_diagnostics()
 };
 
 // Generation (language models): Session::generate.
@@ -204,6 +206,8 @@ class Session {
   // [oldest_position(), position()); with a window, keys outside a row's band are masked).
   // Ahat (decayed = false) or A = Ahat * E (decayed = true), [rows][cols], masked entries 0.
   Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
+  // Per row (docs/math.md §7), from the layer's own weights: RFA's Ahat and A = Ahat E; AFA's
+  // softmax weight and its channel-mean decayed mass; RT-RFA's weight (A = Ahat).
   Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                       const double thresholds[4]);
   Result<KernelCurves> curves(int layer, int head, const std::vector<double>& lags);
