@@ -43,9 +43,10 @@ struct HeadSummary {
   RegimeInfo regime;
   double omega_min = 0, omega_max = 0;  // band of |omega| over the head's complex dims
   AttentionVariant variant = AttentionVariant::rfa;
-  // What the variant's own parameters say, in one line: AFA, its channels' decay range, how many
-  // are diffusive / integrative / Brownian, alpha; RT-RFA, beta_s, the floor tau_th2 and the lag
-  // penalty's slope 2 mu beta_s; RFA with accumulated phases, the step source; else empty.
+  // What the variant's own parameters say, in one short line: AFA, its channels' decay range, how
+  // many are diffusive / integrative / Brownian ("d/i/B 2/5/1"), alpha; RT-RFA, beta_s, the floor
+  // tau_th2 and the lag penalty's slope 2 mu beta_s; RFA with accumulated phases, the step source;
+  // else empty.
   std::string terms;
 };
 std::vector<HeadSummary> head_summaries(const Model& m);
