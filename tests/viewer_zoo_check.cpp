@@ -9,7 +9,9 @@
 //  - the selected row is the newest position and its diagnostics are finite (AFA and RT too);
 //  - the regimes table has a row per head, naming the model's mechanism;
 //  - the text model's map carries row and column labels at the default zoom, and its hover readout;
-//  - the picture has the window's size and weighs under 300 KB.
+//  - the picture has the window's size and weighs under 300 KB;
+//  - an AFA head's hover readout in a sliding window: its weights inside the band, "outside the
+//    window" beyond it.
 // usage: viewer_zoo_check SOURCE_DIR RFA_VIEWER WORKDIR
 #include <cmath>
 #include <cstdio>
@@ -153,6 +155,29 @@ void check_model(const Zoo& z, const fs::path& dir, int W, int H) {
   EXPECT(!ec && bytes < 300 * 1024, "%s: %s weighs %llu bytes", z.name, png.c_str(), (unsigned long long)bytes);
 }
 
+// The hover readout of an AFA head in a sliding window (20 keys, a ring of 39 slots at position 60):
+// a key inside the band shows the head's own Ahat and A (from its probe: Session::pair is RFA's),
+// one still in the ring but outside the band says so instead of showing a zero weight.
+void check_window_hover(const fs::path& src, const std::string& viewer, const fs::path& work) {
+  for (const auto& [cell, want] : {std::pair{std::string("50,45"), std::string("Ahat = ")},
+                                   std::pair{std::string("50,25"), std::string("outside the window of 20")}}) {
+    const fs::path js = work / ("hover-" + cell.substr(3) + ".json");
+    const std::string cmd = "'" + viewer + "' --headless --model '" + (src / "models/spiral-afa").string() +
+                            "' --window 20 --steps 60 --rate 0 --frames 2 --hover " + cell + " --dump-json '" +
+                            js.string() + "'";
+    std::printf("$ %s\n", cmd.c_str());
+    const int rc = std::system(cmd.c_str());
+    EXPECT(rc == 0, "rfa-viewer exited with %d", rc);
+    if (rc != 0) continue;
+    const json j = json::parse(std::ifstream(js));
+    const std::string lines = j["hover_readout"].dump();
+    std::printf("hover %s: %s\n", cell.c_str(), lines.c_str());
+    EXPECT(lines.find(want) != std::string::npos, "hover %s: readout %s lacks '%s'", cell.c_str(), lines.c_str(),
+           want.c_str());
+    EXPECT(j["status"] == "", "hover %s: status '%s'", cell.c_str(), j["status"].get<std::string>().c_str());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,6 +198,7 @@ int main(int argc, char** argv) {
     if (rc != 0) continue;
     for (const Zoo& z : kZoo) check_model(z, dir, W, H);
   }
+  check_window_hover(src, argv[2], work);
   std::printf(failures ? "FAILED (%d)\n" : "ok\n", failures);
   return failures ? 1 : 0;
 }

@@ -286,6 +286,8 @@ struct Panels {
       say(true, "%s", j > i && i < n ? "masked (future key)" : "not streamed yet");
     } else if (i < a.session_->oldest_position() || j < a.session_->oldest_position()) {
       say(true, "no longer in the window's ring");
+    } else if (a.session_->window() > 0 && a.causal() && i - j >= a.session_->window()) {
+      say(true, "masked (outside the window of %d)", a.session_->window());
     } else if (a.variant() == rfa::AttentionVariant::rfa) {
       // The kernel's own terms for this pair, from the cached rotated Q/K and the row statistics.
       auto pr = a.session_->pair(a.layer_, a.head_, 0, i, j);
