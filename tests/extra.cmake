@@ -18,6 +18,13 @@ if(TARGET rfa-viewer)
     COMMAND viewer_text_check $<TARGET_FILE:rfa-viewer> ${CMAKE_SOURCE_DIR}/models/tiny-char-lm
             ${CMAKE_BINARY_DIR}/test-tmp/viewer_text)
   set_tests_properties(viewer_text PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
+  # Every zoo model as docs/viewer.md's screenshots are made (scripts/viewer-screenshots.sh), at
+  # the default window size and a smaller one: every panel present, inside the window, apart, its
+  # content fitting; no error; the tomography and the selected row of AFA and RT-RFA heads too.
+  add_executable(viewer_zoo_check viewer_zoo_check.cpp)
+  add_test(NAME viewer_zoo
+    COMMAND viewer_zoo_check ${CMAKE_SOURCE_DIR} $<TARGET_FILE:rfa-viewer> ${CMAKE_BINARY_DIR}/test-tmp/viewer_zoo)
+  set_tests_properties(viewer_zoo PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 900)
   # A real window under Xvfb: 30 frames with the live spiral streaming one position per frame,
   # validation on; exit 0 only when no validation message was seen and the window closed cleanly.
   find_program(XVFB_RUN xvfb-run)

@@ -3,7 +3,7 @@
 // mix, causal) on off-tile shapes, uniform, irregular and ~1e6 timestamps, in one prefill and in
 // calls of a few rows (decode steps merge several threads per row), shared-memory key tiles and
 // keys read from the cache, fp32 and fp16 K/V caches; long context where the thesis's factorised
-// transport overflows; the layer's checks and the row diagnostics that refuse AFA layers.
+// transport overflows; the layer's checks and the GPU curves that refuse AFA layers (the host draws them).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -171,7 +171,7 @@ TEST_CASE("the AFA twin and GPU differ from RFA where they should, and agree whe
   CHECK(diff > 1e-2);
 }
 
-TEST_CASE("AFA layers: bad parameters are named, row diagnostics refuse them") {
+TEST_CASE("AFA layers: bad parameters are named, the GPU curves refuse them") {
   gpu::Context& g = test::gpu();
   AttentionParams p = afa(2, 4, 3);
   p.afa.mu[5] = -0.1;
@@ -192,19 +192,20 @@ TEST_CASE("AFA layers: bad parameters are named, row diagnostics refuse them") {
   p.sw.gate = true;
   CHECK_FALSE(ops::AttentionWeightsGpu::create(g, p).ok());
 
-  // Row diagnostics compute RFA's pair terms: refused with a message, not silently wrong (the
-  // attention maps have an AFA form: tests/test_afa_probe.cpp).
+  // The GPU curves evaluate RFA's lag kernels: refused with a message, not silently wrong (the
+  // probes, row diagnostics and tomography have AFA forms: tests/test_afa_probe.cpp,
+  // tests/test_variant_readouts.cpp; the host draws AFA's curves, rfa::head_curves).
   p = afa(2, 4, 3);
   const Inputs in = make_inputs(p, 1, 10, 1, 0);
   Fixture f(p, in);
   f.run(10);
-  gpu::Buffer out = f.up(std::vector<float>(80));
-  const float thr[4] = {0.f, 1.f, 2.f, 3.f};
+  gpu::Buffer out = f.up(std::vector<float>(80)), lags = f.up(std::vector<float>(4, 1.f));
   gpu::Recorder rec(g);
   REQUIRE(rec.begin().ok());
-  const Status s = ops::record_rfa_row_diagnostics(g, rec, f.w, f.cache, f.ts, 0, 0, 0, 10, thr, out);
+  const Status s = ops::record_rfa_curves(g, rec, f.w, lags, 4, out);
   CHECK(s.code() == Code::unsupported);
   CHECK(s.message().find("AFA layer") != std::string::npos);
+  REQUIRE(rec.submit_and_wait().ok());
 }
 
 TEST_CASE("AFA weighted precision: a zero-weight channel without noise adds nothing, as in the twin") {

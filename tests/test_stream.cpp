@@ -427,9 +427,10 @@ TEST_CASE("asynchronous frames: a step and its maps in one submission, results w
   CHECK((*S)->end_frame().code() == Code::invalid_argument);  // no frame open
 }
 
-TEST_CASE("a watched row of an AFA or RT-RFA layer: its weights, NaN diagnostics") {
+TEST_CASE("a watched row of an AFA or RT-RFA layer: its weights and its row diagnostics") {
   // The viewer's watched row (Session::watch_row) on the variants: the weights come from their
-  // probes and equal the synchronous attention probe; RFA's row diagnostics do not apply (NaN).
+  // probes and equal the synchronous attention probe; the diagnostics are the variant's own
+  // (finite, not NaN) and equal the synchronous row_diagnostics.
   for (AttentionVariant v : {AttentionVariant::afa, AttentionVariant::rt}) {
     CAPTURE((int)v);
     Model m = *model(Architecture::signal, 101);
@@ -461,7 +462,17 @@ TEST_CASE("a watched row of an AFA or RT-RFA layer: its weights, NaN diagnostics
       sum += w.weights[(size_t)j];
     }
     CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
-    CHECK(std::isnan(w.diagnostics.entropy));
+    auto d = (*S)->row_diagnostics(1, 2, 0, N - 1, N, th);
+    REQUIRE_MESSAGE(d.ok(), d.status().to_string());
+    const RowDiagnostics& r = (*d)[0];
+    CHECK(std::isfinite(w.diagnostics.entropy));
+    CHECK(w.diagnostics.entropy > 0.0);
+    CHECK(w.diagnostics.entropy == doctest::Approx(r.entropy).epsilon(1e-6));
+    CHECK(w.diagnostics.log_partition == doctest::Approx(r.log_partition).epsilon(1e-6));
+    CHECK(w.diagnostics.max_weight == doctest::Approx(r.max_weight).epsilon(1e-6));
+    CHECK(w.diagnostics.expected_lag == doctest::Approx(r.expected_lag).epsilon(1e-6));
+    for (int k = 0; k < 4; ++k) CHECK(w.diagnostics.mass_beyond[k] == doctest::Approx(r.mass_beyond[k]).epsilon(1e-6));
+    CHECK(w.diagnostics.mass_beyond[0] >= w.diagnostics.mass_beyond[3]);
   }
 }
 

@@ -4,6 +4,8 @@
 //    colour with rfa::heatmap_color() of the double-precision twin's Ahat / A (ref::forward with a
 //    ModelProbe), or with the mask colour for j > i;
 //  - compares the regimes table's text (from --dump-json) with the model's own head summaries;
+//  - while the stream advances (one position per frame), the selected-row panel shows the newest
+//    position's row, with the diagnostics Session::row_diagnostics gives for it in this process;
 //  - requires exit code 0, which rfa-viewer only returns when the validation layer stayed silent.
 // `viewer_headless_check --make-model DIR` only writes the model and inputs (the Xvfb test uses it).
 #include <cmath>
@@ -25,6 +27,7 @@
 #include "model/npy.hpp"
 #include "model/safetensors.hpp"
 #include "reference/model_ref.hpp"
+#include "rfa/context.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
 
@@ -230,6 +233,58 @@ void check_case(const std::string& viewer, const fs::path& dir, const Case& c, i
   }
 }
 
+// The stream running, one position per frame: the selected row is the newest one (each frame
+// waits for its own submission before the panels are drawn) and its diagnostics are the session's.
+void check_streaming(const std::string& viewer, const fs::path& dir) {
+  const int layer = 1, head = 2, steps = 30, frames = 4;
+  const fs::path js = dir / "streaming.json";
+  char cmd[4096];
+  std::snprintf(cmd, sizeof cmd,
+                "'%s' --headless --model '%s' --npy '%s' --steps %d --rate 1 --frames %d --layer %d --head %d "
+                "--dump-json '%s'",
+                viewer.c_str(), (dir / "model").c_str(), (dir / "inputs.npy").c_str(), steps, frames, layer, head,
+                js.c_str());
+  std::printf("$ %s\n", cmd);
+  const int rc = std::system(cmd);
+  EXPECT(rc == 0, "rfa-viewer exited with %d", rc);
+  if (rc != 0) return;
+  const json j = json::parse(std::ifstream(js));
+  const int pos = j["position"].get<int>();
+  EXPECT(pos == steps + frames, "position %d, expected %d", pos, steps + frames);
+  const json& r = j["selected_row"];
+  std::printf("streaming: position %d, selected row %s\n", pos, r.dump().c_str());
+  EXPECT(r.is_object() && r["row"] == pos - 1 && r["newest"] == true, "the selected row is not the newest (position %d): %s",
+         pos, r.dump().c_str());
+  if (!r.is_object()) return;
+  auto model = rfa::load_model_dir((dir / "model").string());
+  auto npy = rfa::read_npy((dir / "inputs.npy").string());
+  auto ctx = rfa::Context::create();
+  EXPECT(model && npy && ctx, "cannot load the model, the inputs or a context");
+  if (!model || !npy || !ctx) return;
+  rfa::SessionOptions so;
+  so.max_context = pos;
+  auto s = rfa::Session::create(**ctx, *model, so);
+  std::vector<float> x;
+  std::vector<double> t;
+  for (int i = 0; i < pos; ++i) {
+    for (int c = 0; c < kDin; ++c) x.push_back((float)npy->values[(size_t)i * (kDin + 1) + c]);
+    t.push_back(npy->values[(size_t)i * (kDin + 1) + kDin]);
+  }
+  EXPECT(s && (*s)->prefill_values(x, pos, t).ok(), "cannot run the session");
+  if (!s) return;
+  const double th[4] = {1, 4, 16, 64};
+  auto d = (*s)->row_diagnostics(layer, head, 0, pos - 1, pos, th);
+  EXPECT(d.ok(), "row_diagnostics failed");
+  if (!d.ok()) return;
+  auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-5 * std::fabs(b) + 1e-6; };
+  const rfa::RowDiagnostics& w = (*d)[0];
+  EXPECT(near(r["entropy"].get<double>(), w.entropy) && near(r["log_partition"].get<double>(), w.log_partition) &&
+             near(r["max_weight"].get<double>(), w.max_weight) && near(r["expected_lag"].get<double>(), w.expected_lag),
+         "selected row %s, the session's row %d: entropy %.8g log Z %.8g max %.8g lag %.8g", r.dump().c_str(), pos - 1,
+         w.entropy, w.log_partition, w.max_weight, w.expected_lag);
+  EXPECT((*ctx)->validation_message_count() == 0, "validation messages in this process");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -247,6 +302,7 @@ int main(int argc, char** argv) {
   make_model(dir);
   const Case cases[] = {{1, 1, false, false, 0.5, 3}, {0, 2, true, true, 1.0, 3}, {1, 0, false, true, 1.0, 4}};
   for (int k = 0; k < 3; ++k) check_case(argv[1], dir, cases[k], k);
+  check_streaming(argv[1], dir);
   std::printf(failures ? "FAILED (%d)\n" : "ok\n", failures);
   return failures ? 1 : 0;
 }

@@ -1,8 +1,11 @@
 // The viewer on a text model (the zoo's byte-level tiny-char-lm, a prompt streamed in full):
-//  - zoomed in (a 32-position frame), the map carries a label per token along both axes: the
+//  - zoomed in (a 16-position frame), the map carries a label per token along both axes: the
 //    prompt's bytes, a space shown as '_' (checked in --dump-json and as text pixels left of the map);
-//  - with the mouse held over cell (20, 17) (--hover), the readout names both tokens, and the text
+//  - with the mouse held over cell (20, 17) (--hover) and only two frames drawn, the readout names
+//    both tokens, its tooltip is on screen (its window shown, text pixels inside it), and the text
 //    panel shows the query and key tokens on their highlight colours (counted in the screenshot);
+//  - at the default zoom (a 64-position frame, cells shorter than a line) every row still has its
+//    label (in staggered columns) and every column too;
 //  - the control run (zoomed out, no hover) has no labels, no readout and no highlight pixels;
 //  - exit code 0 from rfa-viewer: the validation layer stayed silent.
 #include <cstdio>
@@ -57,11 +60,12 @@ struct Shot {
 };
 
 bool shoot(const std::string& viewer, const fs::path& model, const fs::path& dir, const std::string& name,
-           const std::string& extra, Shot* out) {
+           const std::string& extra, Shot* out, int frames = 3) {
   const fs::path png = dir / (name + ".png"), js = dir / (name + ".json");
   const std::string cmd = "'" + viewer + "' --headless --model '" + model.string() + "' --prompt '" + kPrompt +
-                          "' --steps " + std::to_string(kPrompt.size()) + " --rate 0 --no-generate --frames 3 " +
-                          extra + " --screenshot '" + png.string() + "' --dump-json '" + js.string() + "'";
+                          "' --steps " + std::to_string(kPrompt.size()) + " --rate 0 --no-generate --frames " +
+                          std::to_string(frames) + " " + extra + " --screenshot '" + png.string() + "' --dump-json '" +
+                          js.string() + "'";
   std::printf("$ %s\n", cmd.c_str());
   const int rc = std::system(cmd.c_str());
   EXPECT(rc == 0, "rfa-viewer exited with %d (an error, or validation messages)", rc);
@@ -90,8 +94,10 @@ int main(int argc, char** argv) {
   for (char c : kPrompt) want.push_back(c == ' ' ? "_" : std::string(1, c));
   const int n = (int)kPrompt.size(), qi = 20, kj = 17;
 
-  Shot in, out;
-  if (shoot(argv[1], argv[2], dir, "zoomed", "--view-extent 16 --hover " + std::to_string(qi) + "," + std::to_string(kj), &in)) {
+  Shot in, out, plain;
+  // Two frames: --hover holds the mouse from the first, and Dear ImGui shows a tooltip from its second.
+  if (shoot(argv[1], argv[2], dir, "zoomed", "--view-extent 16 --hover " + std::to_string(qi) + "," + std::to_string(kj),
+            &in, 2)) {
     const json& a = in.j["axis_labels"];
     EXPECT(in.j["position"].get<int>() == n, "position %d, expected %d", in.j["position"].get<int>(), n);
     EXPECT(a["r0"] == 0 && a["c0"] == 0, "the view does not start at position 0");
@@ -109,6 +115,30 @@ int main(int argc, char** argv) {
     const int label_px = in.bright((int)r[0] - 60, (int)r[1], (int)r[0] - 2, (int)r[3]);
     std::printf("zoomed: %d text pixels left of the map\n", label_px);
     EXPECT(label_px > 50, "no row labels drawn left of the map (%d bright pixels)", label_px);
+    // The readout's tooltip is on screen in the second frame, with its text.
+    bool tooltip = false;
+    for (const json& p : in.j["panels"]) {
+      if (p["name"].get<std::string>().rfind("##Tooltip", 0) != 0) continue;
+      tooltip = p["shown"].get<bool>();
+      const auto t = p["rect"].get<std::vector<double>>();
+      const int text_px = in.bright((int)t[0], (int)t[1], (int)t[2], (int)t[3]);
+      std::printf("zoomed: tooltip [%g %g %g %g], shown %d, %d text pixels\n", t[0], t[1], t[2], t[3], (int)tooltip, text_px);
+      EXPECT(tooltip && text_px > 200, "the hover readout's tooltip is not on screen (shown %d, %d text pixels)", (int)tooltip,
+             text_px);
+    }
+    EXPECT(tooltip, "no tooltip window for the hover readout");
+  }
+  // The default zoom: the 23 positions in a 64-position frame, cells shorter than a line.
+  if (shoot(argv[1], argv[2], dir, "default", "", &plain)) {
+    const json& a = plain.j["axis_labels"];
+    EXPECT(a["rows"].get<std::vector<std::string>>() == want, "default zoom: row labels %s", a["rows"].dump().c_str());
+    EXPECT(a["cols"].get<std::vector<std::string>>() == want, "default zoom: column labels %s", a["cols"].dump().c_str());
+    const auto v = plain.j["view"].get<std::vector<int>>();
+    EXPECT(v[1] - v[0] == 64, "default zoom: a frame of %d rows, expected 64", v[1] - v[0]);
+    const auto r = plain.j["map_screen"].get<std::vector<double>>();
+    const int label_px = plain.bright((int)r[0] - 60, (int)r[1], (int)r[0] - 2, (int)r[3]);
+    std::printf("default zoom: %d text pixels left of the map\n", label_px);
+    EXPECT(label_px > 50, "default zoom: no row labels drawn left of the map (%d bright pixels)", label_px);
   }
   if (shoot(argv[1], argv[2], dir, "control", "--view-extent 512", &out)) {
     const json& a = out.j["axis_labels"];

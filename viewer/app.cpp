@@ -41,6 +41,12 @@ App::~App() = default;
 
 bool App::is_lm() const { return model_ && info_.architecture == "lm"; }
 
+rfa::AttentionVariant App::variant() const {
+  return model_ ? rfa::layer_params(*model_, layer_).variant : rfa::AttentionVariant::rfa;
+}
+
+bool App::causal() const { return !model_ || rfa::layer_params(*model_, layer_).sw.causal; }
+
 std::string App::open_model(const std::string& dir) {
   auto m = rfa::load_model_dir(dir);
   if (!m) return m.status().to_string();
@@ -88,6 +94,8 @@ std::string App::open_model(const std::string& dir) {
   }
   clamp_selection();
   reset();
+  layout_size_[0] = layout_size_[1] = 0;  // the new model's panels (a text model has no trajectory)
+  model_extra_ = 0;
   return "";
 }
 
@@ -223,14 +231,6 @@ void App::update() {
     return;
   }
   framing_ = true;
-  harvest();
-  if (maps_in_flight_) {
-    times_.probe_gpu_ms += map_->last_probe_ms();
-    times_.colormap_gpu_ms += map_->last_colormap_ms();
-    if (thumbs_in_flight_)
-      for (auto& t : thumbs_) times_.probe_gpu_ms += t->last_probe_ms(), times_.colormap_gpu_ms += t->last_colormap_ms();
-    maps_in_flight_ = thumbs_in_flight_ = false;
-  }
   if (playing_) {
     step_credit_ += opt_.steps_per_frame;
     int n = (int)step_credit_;
@@ -247,8 +247,44 @@ void App::update() {
   }
   st = session_->end_frame();
   framing_ = false;
+  // Wait for the frame's one submission before the panels are drawn: the watched row, the
+  // predictions and the GPU times are then this frame's, so every number shown belongs to the
+  // position the stream has reached (the heatmaps would be current anyway: the draw follows them
+  // on the same queue). What it costs: the host builds the panels after the GPU work instead of
+  // beside it, about a millisecond a frame.
+  if (st.ok()) st = session_->wait_frame();
   if (!st.ok()) status_ = st.to_string();
+  harvest();
+  if (maps_in_flight_) {
+    times_.probe_gpu_ms += map_->last_probe_ms();
+    times_.colormap_gpu_ms += map_->last_colormap_ms();
+    if (thumbs_in_flight_)
+      for (auto& t : thumbs_) times_.probe_gpu_ms += t->last_probe_ms(), times_.colormap_gpu_ms += t->last_colormap_ms();
+    maps_in_flight_ = thumbs_in_flight_ = false;
+  }
   if (times_.steps || times_.maps) shown_ = times_;
+  // The sliding window's bounds for the newest position (host work only; the regimes table shows them).
+  window_report_.clear();
+  if (session_->window() > 0 && position() > 0) {
+    auto rep = session_->window_report(0, false);
+    if (rep) window_report_ = rep.take();
+  }
+}
+
+const Layout& App::layout(bool* force) {
+  const ImVec2 d = ImGui::GetIO().DisplaySize;
+  *force = d.x != layout_size_[0] || d.y != layout_size_[1];
+  if (*force) {
+    LayoutInputs in;
+    in.signal = model_ && !is_lm();
+    in.windowed = session_ && session_->window() > 0;
+    in.heads = std::max(info_.heads, 1);
+    in.table_rows = std::max((int)heads_.size(), 1);
+    in.model_extra = model_extra_;
+    layout_ = compute_layout(d.x, d.y, in);
+    layout_size_[0] = d.x, layout_size_[1] = d.y;
+  }
+  return layout_;
 }
 
 void App::render_maps() {
@@ -356,7 +392,9 @@ std::string App::dump_json() const {
   else o << "null";
   o << ",\n  \"hover_readout\": ";
   strings(readout_);
-  o << ",\n  \"diagnostics\": " << diag_.json() << "\n}\n";
+  o << ",\n  \"status\": " << json_string(status_.empty() ? error_ : status_);
+  o << ",\n  \"diagnostics\": " << diag_.json() << ",\n  \"selected_row\": " << row_json_ << ",\n  "
+    << audit_.json() << "\n}\n";
   return o.str();
 }
 

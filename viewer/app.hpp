@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "image_quad.hpp"
+#include "layout.hpp"
 #include "panel_diagnostics.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
@@ -41,8 +42,8 @@ struct Position {
   std::vector<float> prediction;  // the model's output at this position (next-step prediction)
 };
 
-// Host work is this frame's; GPU times are those of the previous frame, which is the one that has
-// finished when this one starts (the pipeline is one frame deep).
+// This frame's host work and GPU times (update() waits for the frame's submission before the panels
+// are drawn, so every number shown belongs to the position the stream has reached).
 struct FrameTimes {
   double inference_gpu_ms = 0, probe_gpu_ms = 0, colormap_gpu_ms = 0, inference_wall_ms = 0, maps_wall_ms = 0;
   int steps = 0, maps = 0;
@@ -75,12 +76,16 @@ class App {
  private:
   friend struct Panels;
   bool is_lm() const;
+  rfa::AttentionVariant variant() const;  // the mechanism of the selected layer
+  bool causal() const;                    // of the selected layer
   int view_extent() const;
   int view_origin() const;  // the first position the map frame shows
   void clamp_selection();
   std::string describe_input(int pos) const;
   void render_maps();
   void harvest();  // the finished call's predictions and GPU time
+  // The panels' places for this display size (layout.hpp); `force` re-applies them (first frame, resize).
+  const Layout& layout(bool* force);
 
   rfa::Context& ctx_;
   Options opt_;
@@ -118,6 +123,7 @@ class App {
   int pending_from_ = -1, pending_n_ = 0;  // positions whose outputs arrive with the frame
   bool maps_in_flight_ = false, thumbs_in_flight_ = false;
   std::vector<rfa::WindowTruncation> edge_mass_;  // the last measured window report
+  std::vector<rfa::WindowTruncation> window_report_;  // this frame's bounds (host only; empty without a window)
   // text models (token_text.hpp): per streamed position, its axis label and its piece of text
   std::vector<int> label_ids_;
   std::vector<std::string> labels_, pieces_;
@@ -126,6 +132,13 @@ class App {
   std::vector<std::string> readout_; // the hover readout's lines (last frame)
   std::mt19937_64 rng_{7};  // the draws of the LM sampler (rfa::Sampler::pick)
   DiagnosticsPanel diag_;  // the attention tomography panel (panel_diagnostics.cpp)
+  Layout layout_;
+  float layout_size_[2] = {0, 0};  // the display size the layout was made for
+  float model_extra_ = 0;          // the controls panel's missing room, measured (layout.hpp)
+  PanelAudit audit_;               // how every panel was drawn this frame (--dump-json "panels")
+  // The selected query row panel as drawn (--dump-json "selected_row"): row, whether it is the
+  // newest, and its diagnostics.
+  std::string row_json_ = "null";
 };
 
 }  // namespace viewer

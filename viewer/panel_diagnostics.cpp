@@ -58,31 +58,39 @@ void DiagnosticsPanel::compute(rfa::Session& s, const Key& k) {
   }
 }
 
-void DiagnosticsPanel::draw(rfa::Session& s, int layer, int head, const rfa::HeatmapRequest& view) {
-  ImGui::SetNextWindowPos({8, 444}, ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize({380, 256}, ImGuiCond_FirstUseEver);
+void DiagnosticsPanel::draw(rfa::Session& s, int layer, int head, const rfa::HeatmapRequest& view,
+                            const PanelRect& where, bool force, PanelAudit& audit) {
+  place_next(where, force);
   ImGui::Begin("Attention tomography (Laplace-Radon)");
   const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
   screen_[0] = wp.x, screen_[1] = wp.y, screen_[2] = wp.x + ws.x, screen_[3] = wp.y + ws.y;
+  auto end = [&] {
+    audit.panel();
+    ImGui::End();
+  };
+  const rfa::AttentionVariant variant = rfa::layer_params(s.model(), layer).variant;
   ImGui::PushItemWidth(70);
   ImGui::SliderFloat("alpha", &alpha_, 0.05f, 20.0f, "%.3g", ImGuiSliderFlags_Logarithmic);
   ImGui::SameLine();
-  ImGui::Checkbox("A=Ahat E", &decayed_);
+  // The spectrum of the head's A instead of Ahat: RFA's Ahat E, AFA's channel-mean decayed weight;
+  // an RT-RFA head's A is Ahat (docs/DIAGNOSTICS.md §2).
+  ImGui::Checkbox(variant == rfa::AttentionVariant::rfa ? "A=Ahat E" : "A", &decayed_);
   ImGui::SameLine();
   ImGui::Checkbox("sweep 0.1..10", &sweep_curve_);
   ImGui::RadioButton("view", &mode_, 0);
   ImGui::SameLine();
   ImGui::RadioButton("last", &mode_, 1);
   ImGui::SameLine();
+  ImGui::SetNextItemWidth(60);
   ImGui::SliderInt("rows", &window_, 8, 1024);
   ImGui::SameLine();
-  ImGui::PushItemWidth(50);
+  ImGui::PushItemWidth(40);
   ImGui::SliderInt("every", &every_, 1, 60);
   ImGui::PopItemWidth();
   ImGui::PopItemWidth();
   alpha_ = std::clamp(alpha_, 0.01f, 100.0f);
 
-  const int filled = s.position();
+  const int filled = s.position(), oldest = s.oldest_position();
   Key k;
   k.session = &s;
   k.layer = layer;
@@ -97,7 +105,11 @@ void DiagnosticsPanel::draw(rfa::Session& s, int layer, int head, const rfa::Hea
     k.r0 = std::min(view.r0, filled), k.r1 = std::min(view.r1, filled);
     k.c0 = std::min(view.c0, filled), k.c1 = std::min(view.c1, filled);
   } else {
-    k.r0 = k.c0 = std::max(0, filled - window_);
+    // The last rows whose keys are all still cached: with a sliding window, a row's band reaches
+    // W - 1 positions back, so the rows start W - 1 after the oldest cached position.
+    const int band = s.window() > 0 ? s.window() - 1 : 0;
+    k.r0 = std::max({0, filled - window_, oldest > 0 ? oldest + band : 0});
+    k.c0 = std::max({0, filled - window_, oldest});
     k.r1 = k.c1 = filled;
   }
   ++frames_since_;
@@ -111,62 +123,89 @@ void DiagnosticsPanel::draw(rfa::Session& s, int layer, int head, const rfa::Hea
   if (k.r1 > k.r0 && k.c1 > k.c0 && (!have_ || changed || (grew && frames_since_ >= every_))) compute(s, k);
   if (k.r1 <= k.r0 || k.c1 <= k.c0) {
     ImGui::TextDisabled("no computed rows in the window yet");
-    ImGui::End();
+    end();
     return;
   }
   if (!error_.empty()) ImGui::TextWrapped("%s", error_.c_str());
   if (!have_) {
-    ImGui::End();
+    end();
     return;
   }
   const rfa::HeadDiagnostics& d = last_;
   const rfa::MomentSummary& m = d.summary;
-  ImGui::Text("L%d H%d, rows %d..%d x keys %d..%d, d = %d", d.layer, d.head, d.r0, d.r1 - 1, d.c0, d.c1 - 1, d.d);
-  ImGui::Text("H %.3f  max p %.3f  erank %.2f  rank %d  ker %d", d.entropy_mean, d.max_weight_mean, d.erank, d.rank,
-              d.nullity);
-  ImGui::Text("dim_eff U %.2f N %.2f  tau %.3f+-%.3f (chi %.3f)", m.dim_eff_u, m.dim_eff_n, m.tau_mean, m.tau_std,
-              m.tau_chi_mean);
-  ImGui::TextDisabled("GPU %.2f ms, host: SVD %.2f ms, eigen %.2f ms", d.timings.gpu_ms, d.timings.svd_ms,
-                      d.timings.eigen_ms);
+  ImGui::TextWrapped("L%d H%d, rows %d..%d x keys %d..%d, d = %d", d.layer, d.head, d.r0, d.r1 - 1, d.c0, d.c1 - 1, d.d);
+  ImGui::TextWrapped("H %.3f  max p %.3f  erank %.2f", d.entropy_mean, d.max_weight_mean, d.erank);
+  ImGui::TextWrapped("rank %d  ker %d  dim_eff U %.2f  N %.2f", d.rank, d.nullity, m.dim_eff_u, m.dim_eff_n);
+  double lo = DBL_MAX, hi = -DBL_MAX, slo = DBL_MAX, shi = -DBL_MAX;
+  for (const auto& q : d.rows) {
+    lo = std::min(lo, q.tau), hi = std::max(hi, q.tau);
+    slo = std::min(slo, q.mean_s), shi = std::max(shi, q.mean_s);
+  }
+  // A head that scores unit vectors (RT-RFA, AFA's unitary switch) has one tau for every row: the
+  // radius its logit never sees (docs/DIAGNOSTICS.md §2). The plot then shows where the rows look
+  // instead, E_p[s], the mean projection of their attended keys on their tilt.
+  const bool one_tau = hi - lo <= 1e-6 * std::max(1.0, std::fabs(hi));
+  if (one_tau) ImGui::TextWrapped("tau %.3f for every row: unit vectors (the plot: E_p[s])", hi);
+  else ImGui::TextWrapped("tau %.3f +- %.3f (chi %.3f)", m.tau_mean, m.tau_std, m.tau_chi_mean);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("GPU %.2f ms; host: SVD %.2f ms, eigen %.2f ms", d.timings.gpu_ms, d.timings.svd_ms,
+                     d.timings.eigen_ms);
+  ImGui::PopStyleColor();
 
-  // tau histogram over the window's rows.
-  double lo = DBL_MAX, hi = -DBL_MAX;
-  for (const auto& q : d.rows) lo = std::min(lo, q.tau), hi = std::max(hi, q.tau);
+  // Six plots, each under its own label (never over its bars), sharing the room left: in two
+  // columns, or in three with shorter labels when two rows of plots would be too flat.
   const int bins = 24;
   std::vector<float> hist(bins, 0.0f);
+  const double hlo = one_tau ? slo : lo, hhi = one_tau ? shi : hi;
   for (const auto& q : d.rows) {
-    const int b = hi > lo ? std::min(bins - 1, (int)((q.tau - lo) / (hi - lo) * bins)) : 0;
+    const double v = one_tau ? q.mean_s : q.tau;
+    const int b = hhi > hlo ? std::min(bins - 1, (int)((v - hlo) / (hhi - hlo) * bins)) : 0;
     hist[(size_t)b] += 1.0f;
   }
+  const float sp = ImGui::GetStyle().ItemSpacing.y, line = ImGui::GetTextLineHeightWithSpacing();
+  const float avail_y = ImGui::GetContentRegionAvail().y;
+  const int cols = (avail_y - 3 * (line + sp)) / 3 - sp < 24 ? 3 : 2, rows = 6 / cols;
+  const bool brief = cols == 3;
+  const float cw = std::max(40.0f, (ImGui::GetContentRegionAvail().x - (cols - 1) * ImGui::GetStyle().ItemSpacing.x) / cols);
+  const float ph = std::max(16.0f, (avail_y - rows * (line + sp)) / rows - sp);
   char label[64];
-  const float half = std::max(60.0f, (ImGui::GetContentRegionAvail().x - 8) / 2);
-  std::snprintf(label, sizeof label, "tau %.2f..%.2f", lo, hi);
-  ImGui::PlotHistogram("##tau", hist.data(), bins, 0, label, 0.0f, FLT_MAX, {half, 36});
-  ImGui::SameLine();
+  int at = 0;
+  auto cell = [&](const char* text, auto plot) {
+    if (at++ % cols) ImGui::SameLine();
+    ImGui::BeginGroup();
+    ImGui::TextUnformatted(text);
+    plot();
+    ImGui::EndGroup();
+  };
+  std::snprintf(label, sizeof label, one_tau ? (brief ? "E[s] %.2f..%.2f" : "E_p[s] %.2f..%.2f") : "tau %.2f..%.2f",
+                hlo, hhi);
+  cell(label, [&] { ImGui::PlotHistogram("##tau", hist.data(), bins, 0, nullptr, 0.0f, FLT_MAX, {cw, ph}); });
   const auto tilt = to_float(m.tilt_spectrum);
-  ImGui::PlotHistogram("##tilt", tilt.data(), (int)tilt.size(), 0, "tilt spectrum C_u", 0.0f, FLT_MAX, {half, 36});
+  cell(brief ? "tilts C_u" : "tilt spectrum C_u",
+       [&] { ImGui::PlotHistogram("##tilt", tilt.data(), (int)tilt.size(), 0, nullptr, 0.0f, FLT_MAX, {cw, ph}); });
   const auto sv = to_float(d.singular_values);
-  if (!sv.empty()) ImGui::PlotLines("##sv", sv.data(), (int)sv.size(), 0, "singular values of P", 0.0f, FLT_MAX, {half, 36});
-  else ImGui::TextDisabled("(window over 1024: no spectrum)");
-  ImGui::SameLine();
+  cell(sv.empty() ? "(no spectrum)" : brief ? "sing. val. P" : "singular values of P",
+       [&] { ImGui::PlotLines("##sv", sv.data(), (int)sv.size(), 0, nullptr, 0.0f, FLT_MAX, {cw, ph}); });
   std::vector<float> er;
   for (auto& [p, e] : erank_history_) er.push_back((float)e);
-  std::snprintf(label, sizeof label, "erank over time (%zu)", er.size());
-  ImGui::PlotLines("##erank", er.data(), (int)er.size(), 0, label, 0.0f, FLT_MAX, {half, 36});
+  std::snprintf(label, sizeof label, brief ? "erank, time" : "erank over time (%zu)", er.size());
+  cell(label, [&] { ImGui::PlotLines("##erank", er.data(), (int)er.size(), 0, nullptr, 0.0f, FLT_MAX, {cw, ph}); });
   const auto normal = to_float(m.normal_spectrum);
-  ImGui::PlotHistogram("##normal", normal.data(), (int)normal.size(), 0, "normal spectrum C_n", 0.0f, FLT_MAX, {half, 36});
-  if (!d.sweep.empty()) {
-    ImGui::SameLine();
-    std::vector<float> se;
-    for (const auto& p : d.sweep) se.push_back((float)p.erank);
-    ImGui::PlotLines("##sweep", se.data(), (int)se.size(), 0, "erank, alpha 0.1..10", 0.0f, FLT_MAX, {half, 36});
-  }
-  ImGui::End();
+  cell(brief ? "normals C_n" : "normal spectrum C_n", [&] {
+    ImGui::PlotHistogram("##normal", normal.data(), (int)normal.size(), 0, nullptr, 0.0f, FLT_MAX, {cw, ph});
+  });
+  std::vector<float> se;
+  for (const auto& p : d.sweep) se.push_back((float)p.erank);
+  cell(se.empty() ? (brief ? "(no sweep)" : "(sweep off)") : brief ? "erank, alpha" : "erank, alpha 0.1..10",
+       [&] { ImGui::PlotLines("##sweep", se.data(), (int)se.size(), 0, nullptr, 0.0f, FLT_MAX, {cw, ph}); });
+  end();
 }
 
 std::string DiagnosticsPanel::json() const {
   std::ostringstream o;
-  o << "{\"shown\": " << (have_ ? "true" : "false") << ", \"screen\": [" << screen_[0] << ", " << screen_[1] << ", "
+  std::string err;
+  for (char c : error_) err += c == '"' || c == '\\' ? std::string("\\") + c : c < 0x20 ? std::string(" ") : std::string(1, c);
+  o << "{\"shown\": " << (have_ ? "true" : "false") << ", \"error\": \"" << err << "\", \"screen\": [" << screen_[0] << ", " << screen_[1] << ", "
     << screen_[2] << ", " << screen_[3] << "]";
   if (have_) {
     const rfa::HeadDiagnostics& d = last_;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "layout.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
 
@@ -17,9 +18,10 @@ namespace viewer {
 class DiagnosticsPanel {
  public:
   // Recomputes when the head, the window, alpha or the stream changed (at most every `every`
-  // frames while the stream runs), then draws. `view` is the main map's request (its rectangle is
-  // the "visible map" window).
-  void draw(rfa::Session& s, int layer, int head, const rfa::HeatmapRequest& view);
+  // frames while the stream runs), then draws at `where` (re-applied when `force`) and records the
+  // panel in `audit`. `view` is the main map's request (its rectangle is the "visible map" window).
+  void draw(rfa::Session& s, int layer, int head, const rfa::HeatmapRequest& view, const PanelRect& where, bool force,
+            PanelAudit& audit);
   // The last result as JSON (rfa-viewer --dump-json "diagnostics"), with the panel's placement.
   std::string json() const;
   void set_alpha(float a) { alpha_ = a; }

@@ -1,6 +1,7 @@
 #include "token_text.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "rfa/tokenizer.hpp"
@@ -47,7 +48,7 @@ std::string fit(const std::string& s, float width) {
 }  // namespace
 
 AxisLabels draw_axis_labels(ImDrawList* dl, ImVec2 p0, float side, const rfa::HeatmapRequest& view, int filled,
-                            const std::vector<std::string>& labels) {
+                            const std::vector<std::string>& labels, int base) {
   AxisLabels out;
   out.r0 = view.r0;
   out.c0 = view.c0;
@@ -55,17 +56,30 @@ AxisLabels draw_axis_labels(ImDrawList* dl, ImVec2 p0, float side, const rfa::He
   if (rows <= 0 || cols <= 0) return out;
   const float ch = side / rows, cw = side / cols, line = ImGui::GetTextLineHeight();
   const ImU32 col = ImGui::GetColorU32(ImGuiCol_Text);
-  if (ch >= line) {  // row labels, right-aligned against the map, centred on their row
-    for (int i = view.r0; i < std::min(view.r1, filled) && i < (int)labels.size(); ++i) {
-      const std::string s = fit(labels[(size_t)i], kRowLabelWidth - 4);
+  auto label = [&](int p) -> const std::string* {
+    const int k = p - base;
+    return k >= 0 && k < (int)labels.size() ? &labels[(size_t)k] : nullptr;
+  };
+  // Rows: `stagger` columns of labels side by side (1 when a row is a line tall), row i in column
+  // (i - r0) % stagger counted from the map, so one column's labels are stagger rows (>= a line) apart.
+  const int stagger = std::max(1, (int)std::ceil(line / ch - 1e-3f));
+  const float col_w = (kRowLabelWidth - 4) / stagger;
+  if (col_w >= ImGui::CalcTextSize("MM").x) {
+    for (int i = view.r0; i < std::min(view.r1, filled); ++i) {
+      const std::string* l = label(i);
+      if (!l) continue;
+      const std::string s = fit(*l, col_w - 2);
       const ImVec2 size = ImGui::CalcTextSize(s.c_str());
-      dl->AddText({p0.x - 4 - size.x, p0.y + (i - view.r0 + 0.5f) * ch - size.y / 2}, col, s.c_str());
+      const float right = p0.x - 4 - ((i - view.r0) % stagger) * col_w;
+      dl->AddText({right - size.x, p0.y + (i - view.r0 + 0.5f) * ch - size.y / 2}, col, s.c_str());
       out.rows.push_back(s);
     }
   }
   if (cw >= ImGui::CalcTextSize("M").x) {  // column labels, as much of each as its cell holds
-    for (int j = view.c0; j < std::min(view.c1, filled) && j < (int)labels.size(); ++j) {
-      const std::string s = fit(labels[(size_t)j], cw);
+    for (int j = view.c0; j < std::min(view.c1, filled); ++j) {
+      const std::string* l = label(j);
+      if (!l) continue;
+      const std::string s = fit(*l, cw);
       const ImVec2 size = ImGui::CalcTextSize(s.c_str());
       dl->AddText({p0.x + (j - view.c0 + 0.5f) * cw - size.x / 2, p0.y - kColLabelHeight + 1}, col, s.c_str());
       out.cols.push_back(s);
@@ -74,7 +88,7 @@ AxisLabels draw_axis_labels(ImDrawList* dl, ImVec2 p0, float side, const rfa::He
   return out;
 }
 
-int draw_token_text(const std::vector<std::string>& pieces, int query, int key) {
+int draw_token_text(const std::vector<std::string>& pieces, int base, int query, int key) {
   int clicked = -1;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
@@ -89,7 +103,7 @@ int draw_token_text(const std::vector<std::string>& pieces, int query, int key) 
       if (ImGui::GetCursorScreenPos().x + size.x > right) ImGui::NewLine();
     }
     const ImVec2 at = ImGui::GetCursorScreenPos();
-    const int pos = (int)k;
+    const int pos = base + (int)k;
     if (pos == query || pos == key)
       dl->AddRectFilled(at, {at.x + size.x, at.y + size.y}, pos == query ? kQueryHighlight : kKeyHighlight);
     ImGui::TextUnformatted(shown.empty() ? " " : shown.c_str());

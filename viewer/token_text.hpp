@@ -33,14 +33,18 @@ struct AxisLabels {
 };
 
 // Labels of the view's rows (queries) left of the map [p0, p0 + side] and of its columns (keys)
-// above it, for the positions already streamed (< filled), when a cell is at least as tall as a
-// line of text; otherwise nothing. labels[k] is the label of position k.
+// above it, for the positions already streamed (< filled); labels[k] is the label of position
+// base + k. Columns are labelled when a cell is as wide as a character, each label cut to its
+// cell. Rows are labelled when a cell is at least a third of a line tall: one row per line when it
+// is a line tall, else in staggered columns side by side (every second row one column further
+// left, or every third, ...), so that the labels of one column are a line apart and never overlap;
+// each label is cut to its column's width (at least two characters, else no row labels).
 AxisLabels draw_axis_labels(ImDrawList* dl, ImVec2 p0, float side, const rfa::HeatmapRequest& view, int filled,
-                            const std::vector<std::string>& labels);
+                            const std::vector<std::string>& labels, int base = 0);
 
-// The streamed text, wrapped to the window, token by token: the query token (position `query`)
-// and the key token (`key`) on their highlight colours (-1: none). Returns the position of a token
-// that was clicked this frame, or -1.
-int draw_token_text(const std::vector<std::string>& pieces, int query, int key);
+// The streamed text, wrapped to the window, token by token (pieces[k] is position base + k): the
+// query token (position `query`) and the key token (`key`) on their highlight colours (-1: none).
+// Returns the position of a token that was clicked this frame, or -1.
+int draw_token_text(const std::vector<std::string>& pieces, int base, int query, int key);
 
 }  // namespace viewer

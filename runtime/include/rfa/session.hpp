@@ -43,9 +43,10 @@ struct HeadSummary {
   RegimeInfo regime;
   double omega_min = 0, omega_max = 0;  // band of |omega| over the head's complex dims
   AttentionVariant variant = AttentionVariant::rfa;
-  // What the variant's own parameters say, in one line: AFA, its channels' decay range, how many
-  // are diffusive / integrative / Brownian, alpha; RT-RFA, beta_s, the floor tau_th2 and the lag
-  // penalty's slope 2 mu beta_s; RFA with accumulated phases, the step source; else empty.
+  // What the variant's own parameters say, in one short line: AFA, its channels' decay range, how
+  // many are diffusive / integrative / Brownian ("d/i/B 2/5/1"), alpha; RT-RFA, beta_s, the floor
+  // tau_th2 and the lag penalty's slope 2 mu beta_s; RFA with accumulated phases, the step source;
+  // else empty.
   std::string terms;
 };
 std::vector<HeadSummary> head_summaries(const Model& m);
@@ -95,7 +96,9 @@ struct WindowTruncation {
   double edge_lag = 0;       // t_i - t_j of the newest evicted key j = i - W (0 while none evicted)
   double decay_bound = 0;    // E(edge_lag + shift): no evicted key has a larger decay, so its
                              // decayed weight A_ij = Ahat_ij E_ij is at most this times Ahat_ij
+                             // (AFA: the channel-mean decay of its A; RT-RFA: 1, its A is Ahat)
   double precision_ratio = 0;  // P(edge) / P(0): how much less an evicted key can be trusted
+                               // (AFA: 1 / (nu v^C); RT-RFA: P between keys of unit magnitude)
   double edge_mass = 0;      // measured: the decayed mass sum_j A_ij of the oldest eighth of the
                              // window (the keys next in line to go; by lag, so keys sharing a
                              // timestamp count together); near 0 means a benign cut
@@ -139,7 +142,7 @@ struct WatchedRow {
   int layer = 0, head = 0, b = 0, row = 0, first_key = 0;
   bool decayed = false;
   std::vector<float> weights;  // Ahat or A over keys [first_key, row]
-  RowDiagnostics diagnostics;  // NaN for AFA and RT-RFA layers (RFA's row diagnostics only)
+  RowDiagnostics diagnostics;  // of the layer's own weights (every mechanism), as row_diagnostics()
 };
 
 // Generation (language models): Session::generate.
@@ -210,6 +213,8 @@ class Session {
   // Ahat (decayed = false) or A = Ahat * E (decayed = true), [rows][cols], masked entries 0.
   static constexpr int kCached = -1;
   Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
+  // Per row (docs/math.md §7), from the layer's own weights: RFA's Ahat and A = Ahat E; AFA's
+  // softmax weight and its channel-mean decayed mass; RT-RFA's weight (A = Ahat).
   // Per query row, over all of its keys, which must still be cached: r0 = kCached starts at
   // first_full_row(), r1 = kCached ends at position().
   Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,

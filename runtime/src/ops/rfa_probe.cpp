@@ -1,5 +1,5 @@
-// The viewer's readouts of an RFA layer: exact attention rectangles, row diagnostics and curves;
-// of an AFA or RT-RFA layer, the rectangles only.
+// The viewer's readouts of an attention layer: exact attention rectangles and row diagnostics of
+// RFA, AFA and RT-RFA layers, and the GPU curves of RFA layers.
 #include "ops/rfa_probe.hpp"
 
 #include <string>
@@ -37,25 +37,63 @@ Result<const gpu::Pipeline*> probe_pipeline(gpu::Context& ctx, const AttentionPa
   return ctx.pipelines().get<ProbePush>(kv_f16 ? "rfa_probe_kv16" : "rfa_probe", spec);
 }
 
-// The rectangle of an AFA layer (shaders/afa_probe.comp): AFA's pair logit against the row
-// statistics the fused AFA kernel wrote; A is the mean decayed mass (docs/variant-afa.md §11).
-Result<const gpu::Pipeline*> afa_probe_pipeline(gpu::Context& ctx, const AttentionParams& p, bool kv_f16) {
+// The rectangle (mode 0) or row diagnostics (mode 1) of an AFA layer (shaders/afa_probe.comp):
+// AFA's pair logit against the row statistics the fused AFA kernel wrote; A is the mean decayed
+// mass (docs/variant-afa.md §11).
+Result<const gpu::Pipeline*> afa_probe_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
   const AfaLayerParams& f = p.afa;
-  // constant_id 0: D, 1: CAUSAL, 2: PREC, 3: UNITARY, 4: PCHAN
+  // constant_id 0: D, 1: CAUSAL, 2: PREC, 3: UNITARY, 4: PCHAN, 5: MODE
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)f.precision).flag(f.unitary)
-      .u32((uint32_t)f.precision_channel);
+      .u32((uint32_t)f.precision_channel).u32(mode);
   return ctx.pipelines().get<ProbePush>(kv_f16 ? "afa_probe_kv16" : "afa_probe", spec);
 }
 
-// The rectangle of an RT-RFA layer (shaders/rt_probe.comp): RT's pair logit against the row
-// statistics the fused RT kernel wrote; A = Ahat (no decay on RT weights or values,
-// docs/variant-rt.md §10).
-Result<const gpu::Pipeline*> rt_probe_pipeline(gpu::Context& ctx, const AttentionParams& p, bool kv_f16) {
-  // constant_id 0: D, 1: CAUSAL, 2: COV, 3: KERNEL
+// The rectangle (mode 0) or row diagnostics (mode 1) of an RT-RFA layer (shaders/rt_probe.comp):
+// RT's pair logit against the row statistics the fused RT kernel wrote; A = Ahat (no decay on RT
+// weights or values, docs/variant-rt.md §10).
+Result<const gpu::Pipeline*> rt_probe_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
+  // constant_id 0: D, 1: CAUSAL, 2: COV, 3: KERNEL, 4: MODE
   gpu::SpecConstants spec;
-  spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)p.rt.covariance).u32((uint32_t)p.rt.kernel);
+  spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)p.rt.covariance).u32((uint32_t)p.rt.kernel).u32(mode);
   return ctx.pipelines().get<ProbePush>(kv_f16 ? "rt_probe_kv16" : "rt_probe", spec);
+}
+
+// The dispatch of a probe shader in `mode` for the layer's mechanism, with its bindings: RFA's
+// (head table, norms), AFA's (its layer table, no norms) or RT's (its table, log(m^2 + eps) in the
+// norm slots). out0 gets Ahat or the row diagnostics, out1 A (unused in mode 1).
+Status dispatch_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& c,
+                      const gpu::Buffer& timestamps, uint32_t mode, const ProbePush& push, uint64_t threads,
+                      gpu::Buffer& out0, gpu::Buffer& out1, const char* label) {
+  const AttentionParams& p = w.params();
+  const uint32_t groups = (uint32_t)((threads + 63) / 64);
+  if (p.variant == AttentionVariant::afa) {
+    auto pipe = afa_probe_pipeline(ctx, p, mode, c.kv_f16);
+    if (!pipe) return pipe.status();
+    rec.dispatch(**pipe,
+                 {gpu::in(w.afa_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.row_max),
+                  gpu::in(c.row_sum), gpu::out(out0), gpu::out(out1)},
+                 &push, groups, 1, 1, label);
+    return Status::Ok();
+  }
+  if (p.variant == AttentionVariant::rt) {
+    auto pipe = rt_probe_pipeline(ctx, p, mode, c.kv_f16);
+    if (!pipe) return pipe.status();
+    // q_norm2 / k_norm2 hold log(m^2 + eps) per token for RT layers (the rotate pass's UNIT mode).
+    rec.dispatch(**pipe,
+                 {gpu::in(w.rt_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
+                  gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(out0), gpu::out(out1)},
+                 &push, groups, 1, 1, label);
+    return Status::Ok();
+  }
+  RFA_TRY(require_rfa_layer(p, mode == 0 ? "attention probe" : "row diagnostics probe"));  // no probe of its own
+  auto pipe = probe_pipeline(ctx, p, mode, c.kv_f16);
+  if (!pipe) return pipe.status();
+  rec.dispatch(**pipe,
+               {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
+                gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(out0), gpu::out(out1)},
+               &push, groups, 1, 1, label);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -70,61 +108,34 @@ Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (n == 0) return Status::Ok();
   if (ahat_out.size < n * 4 || a_out.size < n * 4)
     return make_error(Code::invalid_argument, "rfa probe: output buffers smaller than rows x cols floats");
-  ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, {0, 0, 0, 0}};
-  if (w.params().variant == AttentionVariant::afa) {
-    auto pipe = afa_probe_pipeline(ctx, w.params(), c.kv_f16);
-    if (!pipe) return pipe.status();
-    rec.dispatch(**pipe,
-                 {gpu::in(w.afa_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.row_max),
-                  gpu::in(c.row_sum), gpu::out(ahat_out), gpu::out(a_out)},
-                 &push, (uint32_t)((n + 63) / 64), 1, 1, "afa_probe");
-    return Status::Ok();
-  }
-  if (w.params().variant == AttentionVariant::rt) {
-    auto pipe = rt_probe_pipeline(ctx, w.params(), c.kv_f16);
-    if (!pipe) return pipe.status();
-    // q_norm2 / k_norm2 hold log(m^2 + eps) per token for RT layers (the rotate pass's UNIT mode).
-    rec.dispatch(**pipe,
-                 {gpu::in(w.rt_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
-                  gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(ahat_out), gpu::out(a_out)},
-                 &push, (uint32_t)((n + 63) / 64), 1, 1, "rt_probe");
-    return Status::Ok();
-  }
-  RFA_TRY(require_rfa_layer(w.params(), "attention probe"));  // a variant with no rectangle of its own
-  auto pipe = probe_pipeline(ctx, w.params(), 0, c.kv_f16);
-  if (!pipe) return pipe.status();
-  rec.dispatch(**pipe,
-               {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
-                gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(ahat_out), gpu::out(a_out)},
-               &push, (uint32_t)((n + 63) / 64), 1, 1, "rfa_probe");
-  return Status::Ok();
+  const ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, {0, 0, 0, 0}};
+  const char* label = w.params().variant == AttentionVariant::afa  ? "afa_probe"
+                      : w.params().variant == AttentionVariant::rt ? "rt_probe"
+                                                                   : "rfa_probe";
+  return dispatch_probe(ctx, rec, w, c, timestamps, 0, push, n, ahat_out, a_out, label);
 }
 
 Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                   const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b, uint32_t head,
                                   uint32_t r0, uint32_t r1, const float thresholds[4], gpu::Buffer& out) {
-  RFA_TRY(require_rfa_layer(w.params(), "row diagnostics probe"));
   RFA_TRY(check_probe(w, c, b, head, r0, r1));
   const uint32_t rows = r1 - r0;
   if (rows == 0) return Status::Ok();
   if (out.size < (uint64_t)rows * 8 * 4)
     return make_error(Code::invalid_argument, "rfa row diagnostics: output smaller than rows x 8 floats");
-  auto pipe = probe_pipeline(ctx, w.params(), 1, c.kv_f16);
-  if (!pipe) return pipe.status();
   // Row i reads keys [first_key(i), i]: they must still be in the ring.
   const uint32_t first = c.window > 0 && r0 + 1 > c.window ? r0 + 1 - c.window : 0;
   if (w.params().sw.causal && first < c.oldest())
     return make_error(Code::invalid_argument, "rfa row diagnostics: row " + std::to_string(r0) +
                                                   " reads keys no longer in the cache (oldest position " +
                                                   std::to_string(c.oldest()) + ")");
-  ProbePush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled, c.window,
-                 {thresholds[0], thresholds[1], thresholds[2], thresholds[3]}};
-  // The rectangle outputs are unused in this mode; `out` is bound twice (read by nobody).
-  rec.dispatch(**pipe,
-               {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
-                gpu::in(c.k_norm2), gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(out), gpu::out(out)},
-               &push, (rows + 63) / 64, 1, 1, "rfa_row_diagnostics");
-  return Status::Ok();
+  const ProbePush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled, c.window,
+                       {thresholds[0], thresholds[1], thresholds[2], thresholds[3]}};
+  const char* label = w.params().variant == AttentionVariant::afa  ? "afa_row_diagnostics"
+                      : w.params().variant == AttentionVariant::rt ? "rt_row_diagnostics"
+                                                                   : "rfa_row_diagnostics";
+  // The rectangle output is unused in this mode: `out` is bound there too (read by nobody).
+  return dispatch_probe(ctx, rec, w, c, timestamps, 1, push, rows, out, out, label);
 }
 
 Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,

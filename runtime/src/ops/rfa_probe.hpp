@@ -1,7 +1,7 @@
-// The viewer's readouts of an RFA layer on the GPU (shaders/rfa_probe.comp, rfa_curves.comp): exact
-// Ahat / A rectangles and row diagnostics from the caches record_rfa_attention filled, per-head
-// curves from the head table, and the host-side regime of a head. AFA and RT-RFA layers have the
-// rectangles (shaders/afa_probe.comp, shaders/rt_probe.comp).
+// The viewer's readouts of an attention layer on the GPU: exact Ahat / A rectangles and row
+// diagnostics from the caches record_rfa_attention filled (shaders/rfa_probe.comp; AFA layers
+// shaders/afa_probe.comp, RT-RFA layers shaders/rt_probe.comp), per-head curves of RFA layers from
+// the head table (shaders/rfa_curves.comp), and the host-side regime of a head.
 #pragma once
 
 #include <cstdint>
@@ -19,21 +19,22 @@ namespace rfa::ops {
 // AFA layers (shaders/afa_probe.comp): Ahat is the softmax weight and A = Ahat (1/D) sum_k
 // e^{-mu_k |l|}, the mean over channels of the decayed weight (AFA decays per channel;
 // docs/variant-afa.md §11). RT-RFA layers (shaders/rt_probe.comp): Ahat is the softmax weight and
-// A = Ahat (RT decays neither weights nor values; docs/variant-rt.md §10). The other readouts
-// below are RFA-only: they refuse AFA and RT layers.
+// A = Ahat (RT decays neither weights nor values; docs/variant-rt.md §10).
 Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& cache,
                         const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
                         uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out);
 
 // Per row of [r0, r1), over all keys of the row: out [rows, 8] = entropy of Ahat, log-partition
 // (m + log l), max Ahat, expected lag sum_j A_ij lag_ij, mass of A with lag > thresholds[k], k < 4.
+// Ahat and A are the layer's own (record_rfa_probe above): every mechanism, one definition.
 Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                   const AttentionCache& cache, const gpu::Buffer& timestamps, uint32_t b,
                                   uint32_t head, uint32_t r0, uint32_t r1, const float thresholds[4],
                                   gpu::Buffer& out);
 
 // Per-head curves over lags [n_lags] (raw lags; the shift is added inside): out [H, 4, n_lags] =
-// E, Vcov, P, B. Regimes (alpha, beta, label) are host-side: rfa_regime() below.
+// E, Vcov, P, B. RFA layers only (AFA and RT-RFA: rfa::head_curves on the host). Regimes (alpha,
+// beta, label) are host-side: rfa_regime() below.
 Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,
                          uint32_t n_lags, gpu::Buffer& out);
 // Host-side regime of head h (docs/math.md §5), from the double twin's rfa_math.

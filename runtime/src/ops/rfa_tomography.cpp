@@ -1,10 +1,12 @@
-// The GPU half of the attention tomography: shaders/rfa_tomography.comp, mode 0 (row statistics at
-// a temperature) and mode 1 (the matrix P(alpha) of a rectangle).
+// The GPU half of the attention tomography: shaders/rfa_tomography.comp (AFA layers
+// shaders/afa_tomography.comp, RT-RFA layers shaders/rt_tomography.comp), mode 0 (row statistics
+// at a temperature) and mode 1 (the matrix P(alpha) of a rectangle).
 #include "ops/rfa_tomography.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "gpu/pipeline.hpp"
 #include "push_layouts.h"
@@ -16,12 +18,41 @@ namespace {
 using shader::TomographyPush;
 
 Result<const gpu::Pipeline*> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
+  gpu::SpecConstants spec;
+  if (p.variant == AttentionVariant::afa) {
+    // constant_id 0: D, 1: CAUSAL, 2: PREC, 3: UNITARY, 4: PCHAN, 5: MODE
+    spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)p.afa.precision).flag(p.afa.unitary)
+        .u32((uint32_t)p.afa.precision_channel).u32(mode);
+    return ctx.pipelines().get<TomographyPush>(kv_f16 ? "afa_tomography_kv16" : "afa_tomography", spec);
+  }
+  if (p.variant == AttentionVariant::rt) {
+    // constant_id 0: D, 1: CAUSAL, 2: COV, 3: KERNEL, 4: MODE
+    spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)p.rt.covariance).u32((uint32_t)p.rt.kernel).u32(mode);
+    return ctx.pipelines().get<TomographyPush>(kv_f16 ? "rt_tomography_kv16" : "rt_tomography", spec);
+  }
+  RFA_TRY(require_rfa_layer(p, "tomography"));  // a mechanism with no tomography of its own
   const AttentionSwitches& sw = p.sw;
   // constant_id 0: D, 1: COV, 2: BIAS, 3: PREC, 4: ROBUST, 5: FULL_RESID, 6: CAUSAL, 7: MODE
-  gpu::SpecConstants spec;
   spec.u32((uint32_t)p.dim).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
       .flag(sw.robust).flag(sw.full_residual).flag(sw.causal).u32(mode);
   return ctx.pipelines().get<TomographyPush>(kv_f16 ? "rfa_tomography_kv16" : "rfa_tomography", spec);
+}
+
+// The shader's bindings for the layer's mechanism: its parameter table, the timestamps, the cached
+// Q~ and K~, the per-token norms where it reads them (RFA: |Q~|^2, |K~|^2; RT-RFA: log(m^2 + eps);
+// AFA: none), then the row statistics and the matrix.
+std::vector<gpu::Binding> tomography_bindings(const AttentionWeightsGpu& w, const AttentionCache& c,
+                                              const gpu::Buffer& timestamps, gpu::Binding rows, gpu::Binding mat) {
+  switch (w.params().variant) {
+    case AttentionVariant::afa:
+      return {gpu::in(w.afa_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), rows, mat};
+    case AttentionVariant::rt:
+      return {gpu::in(w.rt_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
+              gpu::in(c.k_norm2), rows, mat};
+    default:
+      return {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
+              gpu::in(c.k_norm2), rows, mat};
+  }
 }
 
 std::string range(uint32_t a, uint32_t b) {
@@ -66,7 +97,6 @@ Status check_rows(const AttentionWeightsGpu& w, const AttentionCache& c, uint32_
 Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                   const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b, uint32_t head,
                                   uint32_t r0, uint32_t r1, float alpha, gpu::Buffer& rows_out) {
-  RFA_TRY(require_rfa_layer(w.params(), "tomography"));
   RFA_TRY(check_rows(w, c, b, head, r0, r1, alpha));
   const uint32_t rows = r1 - r0;
   if (rows_out.size < (uint64_t)rows * kTomographyRowStride * 4)
@@ -77,11 +107,9 @@ Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const A
   // One workgroup per row, at most 65535 per dispatch (the minimum Vulkan guarantees).
   for (uint32_t first = 0; first < rows; first += 65535) {
     TomographyPush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled, c.window, alpha, 0, first};
-    // Binding 7 (the matrix) is unused in this mode: the row output is bound there too.
-    rec.dispatch(**pipe,
-                 {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
-                  gpu::in(c.k_norm2), gpu::out(rows_out), gpu::out(rows_out)},
-                 &push, std::min<uint32_t>(rows - first, 65535), 1, 1, "rfa_tomography_rows");
+    // The matrix binding is unused in this mode: the row output is bound there too.
+    rec.dispatch(**pipe, tomography_bindings(w, c, timestamps, gpu::out(rows_out), gpu::out(rows_out)), &push,
+                 std::min<uint32_t>(rows - first, 65535), 1, 1, "rfa_tomography_rows");
   }
   return Status::Ok();
 }
@@ -90,7 +118,6 @@ Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const
                                     const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b,
                                     uint32_t head, uint32_t r0, uint32_t r1, uint32_t c0, uint32_t c1, float alpha,
                                     bool decayed, const gpu::Buffer& rows_in, gpu::Buffer& p_out) {
-  RFA_TRY(require_rfa_layer(w.params(), "tomography"));
   RFA_TRY(check_rows(w, c, b, head, r0, r1, alpha));
   if (c0 >= c1 || c1 > c.filled || c0 < c.oldest())
     return make_error(Code::invalid_argument, "rfa tomography: columns " + range(c0, c1) +
@@ -106,10 +133,8 @@ Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const
   auto pipe = tomography_pipeline(ctx, w.params(), 1, c.kv_f16);
   if (!pipe) return pipe.status();
   TomographyPush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, alpha, decayed ? 1u : 0u, 0};
-  rec.dispatch(**pipe,
-               {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
-                gpu::in(c.k_norm2), gpu::in(rows_in), gpu::out(p_out)},
-               &push, (uint32_t)((cells + 63) / 64), 1, 1, "rfa_tomography_matrix");
+  rec.dispatch(**pipe, tomography_bindings(w, c, timestamps, gpu::in(rows_in), gpu::out(p_out)), &push,
+               (uint32_t)((cells + 63) / 64), 1, 1, "rfa_tomography_matrix");
   return Status::Ok();
 }
 

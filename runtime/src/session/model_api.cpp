@@ -96,12 +96,14 @@ std::string head_terms(const AttentionParams& p, int h) {
       hi = std::max(hi, mu);
       reg[mu == 0 ? 2 : f.eta2[k] - f.sigma2[k] / (2 * mu) > 0 ? 1 : 0] += 1;
     }
-    return "channels mu " + fmt3(lo) + ".." + fmt3(hi) + ", diffusive/integrative/brownian " + std::to_string(reg[0]) +
-           "/" + std::to_string(reg[1]) + "/" + std::to_string(reg[2]) + ", alpha " + fmt3(f.alpha[i]);
+    // Short enough for one line of the viewer's regimes table: d/i/B counts the channels that are
+    // diffusive / integrative / Brownian.
+    return "mu " + fmt3(lo) + ".." + fmt3(hi) + ", d/i/B " + std::to_string(reg[0]) + "/" + std::to_string(reg[1]) +
+           "/" + std::to_string(reg[2]) + ", alpha " + fmt3(f.alpha[i]);
   }
   if (p.variant == AttentionVariant::rt) {
     const RtLayerParams& r = p.rt;
-    return "beta_s " + fmt3(r.beta[i]) + ", tau_th2 " + fmt3(r.tau_th2[i]) + ", lag slope 2 mu beta_s " +
+    return "beta_s " + fmt3(r.beta[i]) + ", tau_th2 " + fmt3(r.tau_th2[i]) + ", 2 mu beta_s " +
            fmt3(2 * r.mu[i] * r.beta[i]);
   }
   switch (p.phase) {

@@ -87,6 +87,19 @@ std::vector<double> key_gram(const AttentionLayer& L, int head) {
   return G;
 }
 
+// The vectors a head scores with, from the cached ones (docs/DIAGNOSTICS.md §2): the caches hold
+// them as they are for RFA (Q~, K~) and RT-RFA (the unit directions); an AFA layer under the
+// unitary switch projects each complex channel to unit modulus first (a zero channel stays zero),
+// exactly as its kernel does. v: [n][2D] floats.
+void to_scored(const AttentionParams& p, std::vector<float>& v) {
+  if (p.variant != AttentionVariant::afa || !p.afa.unitary) return;
+  for (size_t c = 0; c + 1 < v.size(); c += 2) {
+    const double n = std::hypot((double)v[c], (double)v[c + 1]);
+    if (n > 0) v[c] = (float)(v[c] / n), v[c + 1] = (float)(v[c + 1] / n);
+    else v[c] = v[c + 1] = 0.f;
+  }
+}
+
 struct Spectrum {
   std::vector<double> sv;
   double erank = 0;
@@ -191,6 +204,8 @@ Result<HeadDiagnostics> Session::head_diagnostics(const DiagnosticsRequest& req)
   std::vector<float> q, kk;
   RFA_TRY(download_ring(*I.g, L.cache.q, L.cache, req.b, req.head, out.r0, out.r1, q));
   RFA_TRY(download_ring(*I.g, L.cache.k, L.cache, req.b, req.head, out.c0, out.c1, kk, true));
+  to_scored(p, q);
+  to_scored(p, kk);
 
   // ---- host ----
   const auto t_host = Clock::now();

@@ -232,10 +232,7 @@ Status Session::watch_row(int layer, int head, int b, int row, bool decayed, con
   RFA_TRY(R.begin());
   Status s = ops::record_rfa_probe(*I.g, R, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head, (uint32_t)row,
                                    (uint32_t)row + 1, (uint32_t)first, (uint32_t)last, I.watch_ahat, I.watch_a);
-  // The row diagnostics compute RFA's pair terms: an AFA or RT-RFA row comes with its weights and
-  // NaN diagnostics (not available) rather than no row at all.
-  if (s.ok() && L.attn->params().variant != AttentionVariant::rfa) R.fill(I.watch_diag, 0x7fc00000u);
-  else if (s.ok())
+  if (s.ok())
     s = ops::record_rfa_row_diagnostics(*I.g, R, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head,
                                         (uint32_t)row, (uint32_t)row + 1, th, I.watch_diag);
   R.copy(decayed ? I.watch_a : I.watch_ahat, I.watch_out, cols * 4);
@@ -262,7 +259,6 @@ Result<std::vector<WindowTruncation>> Session::window_report(int b, bool measure
   if (I.window == 0) return Status(Code::invalid_argument, "window_report: this session has no window");
   if (b < 0 || b >= I.batch) return Status(Code::invalid_argument, "window_report: batch row " + std::to_string(b) + " out of range");
   if (I.filled == 0) return Status(Code::invalid_argument, "window_report: no position yet");
-  for (int l = 0; l < (int)I.layers.size(); ++l) RFA_TRY(ops::require_rfa_layer(I.model->layer(l).params, "window report"));
   const int i = I.filled - 1, W = I.window;
   const auto& T = I.host_t[(size_t)b];
   const bool evicted = i - W >= 0;
@@ -280,9 +276,21 @@ Result<std::vector<WindowTruncation>> Session::window_report(int b, bool measure
       w.layer = l;
       w.head = h;
       w.edge_lag = edge;
-      const physics::LagTerms at0 = physics::lag_terms(p, h, 0.0), at_edge = physics::lag_terms(p, h, edge);
-      w.decay_bound = evicted ? at_edge.E : 0.0;
-      w.precision_ratio = evicted && at0.P > 0 ? at_edge.P / at0.P : 0.0;
+      // The decay that scales the head's A and its precision, at lag 0 and at the edge: RFA's E and
+      // P; AFA's channel-mean decay and 1 / (nu v^C); RT-RFA's precision between unit magnitudes,
+      // and no decay (its A is Ahat: an evicted key could have kept its whole weight).
+      double e_edge = 1.0, p0 = 0.0, p_edge = 0.0;
+      if (p.variant == AttentionVariant::rfa) {
+        const physics::LagTerms at0 = physics::lag_terms(p, h, 0.0), at_edge = physics::lag_terms(p, h, edge);
+        e_edge = at_edge.E, p0 = at0.P, p_edge = at_edge.P;
+      } else {
+        auto cv = head_curves(*I.model, l, h, {0.0, edge});
+        if (!cv) return cv.status();
+        e_edge = p.variant == AttentionVariant::afa ? cv->decay[1] : 1.0;
+        p0 = cv->precision[0], p_edge = cv->precision[1];
+      }
+      w.decay_bound = evicted ? e_edge : 0.0;
+      w.precision_ratio = evicted && p0 > 0 ? p_edge / p0 : 0.0;
       if (measure && std::isfinite(thr)) {
         const double thresholds[4] = {thr, thr, thr, thr};
         auto d = row_diagnostics(l, h, b, i, i + 1, thresholds);

@@ -1,0 +1,96 @@
+// Attention tomography of one (batch row, head) of an RT-RFA layer (docs/DIAGNOSTICS.md §2, §3):
+// the per-pair work of the diagnostics recomputed from the caches like rt_probe, with RT's own
+// pair logit (common/rt_pair.glsl, the fused kernel's arithmetic) scaled by a temperature alpha.
+// Included by rt_tomography.comp and rt_tomography_kv16.comp.
+//
+// q and k are the vectors the kernel scores with: the unit directions qh~_i, kh~_j of the caches
+// (the stationary frame), so |q_i| = 1 (0 for a zero query) and s_ij = u_i . k_j = c_ij, the
+// cosine of the pair; the logit is beta_s (log P_ij - kappa log(1 + P_ij (2 - 2 c_ij) / nu)) (or
+// the Gaussian kernel's), P_ij from the magnitudes and the lag. A key whose logit is -inf (no
+// directional information: zero magnitude with eps = 0) has weight 0 and is left out of every
+// statistic, as the fused kernel leaves it out of the softmax.
+// MODE 0, one workgroup per query row i of [r0, r1) (dispatched in chunks of <= 65535 rows), over
+//   every key the row attends to: the row statistics of common/tomography_state.glsl.
+// MODE 1, one thread per cell of rows [r0, r1) x cols [c0, c1): P_ij = exp(alpha logit_ij - m_i) / l_i,
+//   0 where masked; `decayed` changes nothing (RT-RFA decays neither weights nor values: the
+//   probe's A is Ahat, docs/variant-rt.md §10).
+// Positions are absolute; the caches are rings (slot p % capacity) and, with a window W, key j is
+// masked for query i unless i - W < j <= i.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "kv_storage.glsl"
+
+layout(local_size_x = 64) in;
+layout(constant_id = 0) const uint D = 32;  // complex dims per head
+layout(constant_id = 1) const bool CAUSAL = true;
+layout(constant_id = 2) const uint COV = 0;     // rfa::RtCovariance: 0 stationary, 1 ou_rate
+layout(constant_id = 3) const uint KERNEL = 0;  // rfa::RtKernel: 0 Student-t, 1 Gaussian
+layout(constant_id = 4) const uint MODE = 0;    // 0: row statistics, 1: the matrix P(alpha)
+
+// The layer's table as rt_probe_body.glsl reads it (ops/rt_attention.cpp's rt_layer_table).
+layout(std430, binding = 0) readonly buffer Ab { vec4 rt[]; };
+layout(std430, binding = 1) readonly buffer Tb { vec2 ts[]; };  // (hi, lo) [B, capacity]
+layout(std430, binding = 2) readonly buffer Qb { vec2 Qc[]; };
+layout(std430, binding = 3) readonly buffer Kb { KV_T Kc[]; };
+layout(std430, binding = 4) readonly buffer QNb { float q_lm2[]; };  // log(m^2 + eps) [B, H, capacity]
+layout(std430, binding = 5) readonly buffer KNb { float k_lm2[]; };  // the same values
+layout(std430, binding = 6) buffer Rb { float rows_out[]; };         // MODE 0 writes, MODE 1 reads
+layout(std430, binding = 7) writeonly buffer Pb { float p_out[]; };  // MODE 1: [rows, cols]
+
+#include "push_layouts.h"
+layout(push_constant) uniform Push { TomographyPush pc; };
+
+#include "rfa_cache_ring.glsl"
+#include "rt_pair.glsl"
+#include "tomography_state.glsl"
+
+vec2 rt_key(uint cell, uint k) { return KV_LOAD(Kc[cell * D + k]); }
+
+void main() {
+  const uint rows = pc.r1 - pc.r0, cols = pc.c1 - pc.c0;
+  const uint base = (pc.b * pc.heads + pc.h) * pc.capacity, tbase = pc.b * pc.capacity;
+  const vec4 ha = rt[3 * pc.h], hb = rt[3 * pc.h + 1], hc = rt[3 * pc.h + 2];
+  if (MODE == 0) {
+    const uint lid = gl_LocalInvocationID.x;
+    const uint r = pc.row_base + gl_WorkGroupID.x;  // < rows: one group per row
+    const uint i = pc.r0 + r;
+    const uint ic = base + slot_of(i);
+    const vec2 ti = ts[tbase + slot_of(i)];
+    vec2 q[D];
+    const float qq = rt_load_query(ic, true, q);
+    const float qabs = sqrt(qq);
+    const float inv_q = qabs > 0.0 ? 1.0 / qabs : 0.0;
+    const float log_q = rt_query_log_var(hb, hc, q_lm2[ic]);
+    const uint kend = i >= pc.filled ? 0 : (CAUSAL ? i + 1 : pc.filled);
+    const uint kbeg = CAUSAL ? first_key(i) : 0;
+    State st = tomo_empty();
+    for (uint j = kbeg + lid; j < kend; j += 64) {
+      const uint jc = base + slot_of(j);
+      const float lag = rt_lag(ti, ts[tbase + slot_of(j)]);
+      const float logit = rt_pair_logit(q, qq, log_q, jc, k_lm2[jc], lag, ha, hb, hc);
+      if (logit == NEG_INF) continue;  // no direction, no weight (above)
+      float c = 0.0;
+      [[unroll]] for (uint k = 0; k < D; ++k) c += dot(q[k], rt_key(jc, k));
+      tomo_add(st, logit, c * inv_q, lag, pc.alpha);
+    }
+    tomo_finish(st, lid, r, qabs);
+  } else {
+    const uint gid = gl_GlobalInvocationID.x;
+    if (gid >= rows * cols) return;
+    const uint r = gid / cols;
+    const uint i = pc.r0 + r, j = pc.c0 + gid % cols;
+    const bool masked = (CAUSAL && (j > i || j < first_key(i))) || j >= pc.filled || i >= pc.filled;
+    float v = 0.0;
+    const float m = rows_out[r * ROW_STRIDE + 0], l = rows_out[r * ROW_STRIDE + 1];
+    if (!masked && l > 0.0) {
+      const uint ic = base + slot_of(i), jc = base + slot_of(j);
+      vec2 q[D];
+      const float qq = rt_load_query(ic, true, q);
+      const float log_q = rt_query_log_var(hb, hc, q_lm2[ic]);
+      const float logit =
+          rt_pair_logit(q, qq, log_q, jc, k_lm2[jc], rt_lag(ts[tbase + slot_of(i)], ts[tbase + slot_of(j)]), ha, hb, hc);
+      if (logit != NEG_INF) v = exp(pc.alpha * logit - m) / l;
+    }
+    p_out[gid] = v;
+  }
+}
