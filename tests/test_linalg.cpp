@@ -127,8 +127,10 @@ TEST_CASE("linalg: singular values against the Gram route and the Frobenius norm
     cases.push_back({a, {50, 50}});
   }
   for (auto& [a, s] : cases) {
-    CAPTURE(s.m);
-    CAPTURE(s.n);
+    // Plain copies: clang 14 cannot capture a structured binding in CAPTURE's lambda.
+    const int rows = s.m, cols = s.n;
+    CAPTURE(rows);
+    CAPTURE(cols);
     const auto got = sv(a, s.m, s.n);
     const auto want = sv_via_gram(a, s.m, s.n);
     double fro = 0, ss = 0;

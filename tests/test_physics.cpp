@@ -98,8 +98,9 @@ TEST_CASE("pair terms from the rotated caches equal the twin's, formed from the 
             }
             const physics::PairTerms a = physics::pair_terms(p, h, q_rot, k_rot, ti, tj);
             const ref::PairTerms b = ref::pair_terms(p, h, q.data(), k.data(), ti, tj);
+            const double t_query = ti;  // a plain copy: CAPTURE cannot name a structured binding (clang 14)
             CAPTURE(h);
-            CAPTURE(ti);
+            CAPTURE(t_query);
             CHECK(close(a.lag, b.lag));
             CHECK(close(a.k.E, b.E));
             CHECK(close(a.q_norm2, b.q_norm2, 1e-9));

@@ -239,9 +239,10 @@ TEST_CASE("probes of any layer equal the twin's attention matrices") {
   // One pair's readout agrees with the matrices and with the decay curve.
   for (const auto& cap : probe.captures) {
     for (auto [i, j] : {std::pair{5, 2}, std::pair{22, 0}, std::pair{9, 9}, std::pair{3, 7}}) {
+      const int row = i, col = j;  // plain copies: CAPTURE cannot name a structured binding (clang 14)
       CAPTURE(cap.layer);
-      CAPTURE(i);
-      CAPTURE(j);
+      CAPTURE(row);
+      CAPTURE(col);
       auto r = s->pair(cap.layer, cap.head, 1, i, j);
       REQUIRE_MESSAGE(r.ok(), r.status().to_string());
       CHECK(r->masked == (j > i));

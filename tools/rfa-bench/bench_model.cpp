@@ -143,7 +143,7 @@ int bench_model(const std::vector<std::string>& args) {
     else
       std::printf("decode at context %d: %.2f ms per step (median of %zu) = %.1f tokens/s\n", c, med, ms.size(), 1000.0 / med);
   }
-  std::printf(json ? "" : "device peak during the run: %.1f MiB\n", al.peak_bytes() / 1048576.0);
+  if (!json) std::printf("device peak during the run: %.1f MiB\n", al.peak_bytes() / 1048576.0);
   return 0;
 }
 
