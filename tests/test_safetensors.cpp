@@ -22,10 +22,11 @@ fs::path scratch(const std::string& name) { return test::temp_dir("safetensors_"
 
 // A file image: 8-byte length, the header text, then `data_bytes` bytes of data (value = index).
 std::vector<uint8_t> image(const std::string& header, size_t data_bytes, int64_t claimed_len = -1) {
-  std::vector<uint8_t> out(8);
+  std::vector<uint8_t> out;
+  out.reserve(8 + header.size() + data_bytes);  // reserved first: g++ 12 -Warray-bounds misfires on the grow
   uint64_t n = claimed_len < 0 ? header.size() : (uint64_t)claimed_len;
-  for (int i = 0; i < 8; ++i) out[(size_t)i] = (uint8_t)(n >> (8 * i));
-  out.insert(out.end(), header.begin(), header.end());
+  for (int i = 0; i < 8; ++i) out.push_back((uint8_t)(n >> (8 * i)));
+  for (char c : header) out.push_back((uint8_t)c);
   for (size_t i = 0; i < data_bytes; ++i) out.push_back((uint8_t)i);
   return out;
 }

@@ -23,7 +23,10 @@ std::string num(double v) {
 
 std::string arr(const std::vector<double>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + num(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';  // appended apart: g++ 12's -Wrestrict misfires on ("," + std::string)
+    s += num(v[i]);
+  }
   return s + "]";
 }
 
