@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages RFA-VK needs to build, test and run (only those missing).
+#   scripts/install-deps.sh           the Linux build and its tests
+#   scripts/install-deps.sh windows   also the Windows cross build and Wine to test it (scripts/test-windows.sh)
 set -euo pipefail
-PKGS=(cmake g++ make pkg-config libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools
+PKGS=(cmake g++ make pkg-config libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools
       spirv-tools doctest-dev nlohmann-json3-dev libglfw3-dev libimgui-dev libstb-dev xvfb xauth clang
       # the Python package (python/): its suite, and the pip install of tests/install_test.sh
       python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-venv)
+for arg in "$@"; do
+  case "$arg" in
+    # MinGW-w64 with the posix thread model; Wine 8 (wine64: the 64-bit loader) with its winevulkan
+    # on top of the host's lavapipe; Xvfb, since Wine's Vulkan needs an X display.
+    windows) PKGS+=(g++-mingw-w64-x86-64-posix wine wine64 xvfb xauth) ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (known: windows)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
