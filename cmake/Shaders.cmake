@@ -45,5 +45,5 @@ const ShaderBinary* find_shader(const char* name) {
 ")
   add_library(${target} OBJECT ${reg} ${headers})
   target_include_directories(${target} PRIVATE ${out_dir})
-  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON CXX_VISIBILITY_PRESET hidden)
 endfunction()

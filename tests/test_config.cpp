@@ -215,13 +215,13 @@ TEST_CASE("load_config reads a file and reports a missing one") {
   fs::create_directories(dir);
   const std::string path = (dir / "config.json").string();
   {
-    std::ofstream(path) << cfg("attention", R"("n_heads": 4, "d_k_total": 16, "d_v_total": 16, "d_e": 8)");
+    std::ofstream(path, std::ios::binary) << cfg("attention", R"("n_heads": 4, "d_k_total": 16, "d_v_total": 16, "d_e": 8)");
   }
   auto c = load_config(path);
   REQUIRE_MESSAGE(c.ok(), c.status().message());
   CHECK(c->args.n_heads == 4);
   {
-    std::ofstream(path) << cfg("attention", R"("n_heads": "four")");
+    std::ofstream(path, std::ios::binary) << cfg("attention", R"("n_heads": "four")");
   }
   auto bad = load_config(path);
   REQUIRE(!bad.ok());

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "gpu/vk_check.hpp"
+#include "gpu/vk_loader.hpp"
 #include "ops/linear.hpp"
 #include "reference/ops_ref.hpp"
 #include "test_support.hpp"
@@ -27,7 +28,7 @@ TEST_CASE("devices are listed with type, driver and API version") {
 
 TEST_CASE("a device selector that matches nothing is a clear error, not a crash") {
   ContextOptions o;
-  o.validation = 1;
+  o.validation = test::validation_option();
   o.device = "no-such-gpu-anywhere";
   auto c = Context::create(o);
   REQUIRE(!c.ok());
@@ -43,6 +44,10 @@ TEST_CASE("the validation path catches a message provoked on purpose") {
   uint64_t seen = 0;
   std::string text;
   ContextOptions o;
+  if (!test::validation_enabled()) {
+    MESSAGE("skipped: no validation layer here (RFA_TEST_VALIDATION=off, as under Wine), so no message to provoke");
+    return;
+  }
   o.validation = 1;
   o.on_message = [&](MessageSeverity sev, const char* msg) {
     if (sev >= MessageSeverity::warning) {
@@ -64,14 +69,78 @@ TEST_CASE("the validation path catches a message provoked on purpose") {
   CHECK((*c)->validation_message_count() >= 1);
 }
 
+TEST_CASE("a machine without a Vulkan loader gets an error naming the files looked for") {
+  PFN_vkGetInstanceProcAddr gipa = nullptr;
+  Status s = gpu::open_vulkan_library({"librfa-no-such-loader.so.1", "rfa-no-such-loader.dll"}, &gipa);
+  REQUIRE(!s.ok());
+  CHECK(!gipa);
+  CHECK(s.code() == Code::device_error);
+  CHECK(s.message().find("no Vulkan loader: librfa-no-such-loader.so.1 / rfa-no-such-loader.dll not found") == 0);
+  // The names this platform tries are the loader's own.
+  const auto& names = gpu::vulkan_loader_names();
+  REQUIRE(!names.empty());
+#if defined(_WIN32)
+  CHECK(names[0] == "vulkan-1.dll");
+#elif !defined(__APPLE__)
+  CHECK(names[0] == "libvulkan.so.1");
+#endif
+  REQUIRE(gpu::open_vulkan_library(names, &gipa).ok());
+  CHECK(static_cast<bool>(gipa));
+}
+
+namespace {
+// A vkGetInstanceProcAddr of "another loader": it knows vkCreateInstance under a different address.
+VKAPI_ATTR VkResult VKAPI_CALL other_create_instance(const VkInstanceCreateInfo*, const VkAllocationCallbacks*,
+                                                     VkInstance*) {
+  return VK_ERROR_INITIALIZATION_FAILED;
+}
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL other_gipa(VkInstance, const char* name) {
+  if (std::strcmp(name, "vkCreateInstance") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&other_create_instance);
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("an app's device from a second Vulkan loader is refused, not mixed with the first") {
+  REQUIRE(gpu::load_vulkan().ok());
+  AdoptedDevice a;
+  // Never touched: the loader check comes first.
+  a.instance = reinterpret_cast<VkInstance>(uintptr_t{16});
+  a.physical_device = reinterpret_cast<VkPhysicalDevice>(uintptr_t{32});
+  a.device = reinterpret_cast<VkDevice>(uintptr_t{48});
+  a.queue = reinterpret_cast<VkQueue>(uintptr_t{64});
+  a.get_instance_proc_addr = other_gipa;
+  auto c = Context::adopt(a, {});
+  REQUIRE(!c.ok());
+  CHECK(c.status().code() == Code::invalid_argument);
+  CHECK(c.status().message().find("another Vulkan loader") != std::string::npos);
+}
+
+TEST_CASE("a Vulkan loader without a driver is a clear error from list_devices and Context::create") {
+  // The loader reads its driver list (VK_ICD_FILENAMES / VK_DRIVER_FILES) at each vkCreateInstance.
+  const std::string nowhere = test::temp_dir("no_icd") + "/no-such-icd.json";
+  test::ScopedEnv icd("VK_ICD_FILENAMES", nowhere.c_str());
+  test::ScopedEnv drivers("VK_DRIVER_FILES", nowhere.c_str());
+  auto devs = list_devices();
+  REQUIRE(!devs.ok());
+  CHECK(devs.status().code() == Code::device_error);
+  CHECK(devs.status().message().find("no Vulkan driver") != std::string::npos);
+  ContextOptions o;
+  o.validation = 0;
+  auto c = Context::create(o);
+  REQUIRE(!c.ok());
+  CHECK(c.status().message().find("no Vulkan driver") != std::string::npos);
+}
+
 TEST_CASE("an app's own instance, device and queue can be adopted, used and handed back") {
-  // The app side: plain Vulkan, validation on.
+  // The app side: plain Vulkan, validation on. The test reaches Vulkan through the runtime's own
+  // function pointers (gpu/vk.hpp), loaded here before the first call.
+  REQUIRE(gpu::load_vulkan_functions(VK_NULL_HANDLE).ok());
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.apiVersion = VK_API_VERSION_1_1;
   const char* layer = "VK_LAYER_KHRONOS_validation";
   VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   ici.pApplicationInfo = &app;
-  ici.enabledLayerCount = 1;
+  ici.enabledLayerCount = test::validation_enabled() ? 1 : 0;
   ici.ppEnabledLayerNames = &layer;
   VkInstance inst = VK_NULL_HANDLE;
   REQUIRE(vkCreateInstance(&ici, nullptr, &inst) == VK_SUCCESS);
@@ -102,7 +171,8 @@ TEST_CASE("an app's own instance, device and queue can be adopted, used and hand
   vkGetDeviceQueue(dev, family, 0, &queue);
 
   {
-    AdoptedDevice a{inst, phys, dev, queue, family, {}};
+    // With the app's vkGetInstanceProcAddr (the same loader the runtime uses: accepted).
+    AdoptedDevice a{inst, phys, dev, queue, family, {}, vkGetInstanceProcAddr};
     auto c = Context::adopt(a, {});
     REQUIRE_MESSAGE(c.ok(), c.status().to_string());
     gpu::Context& g = (*c)->impl();
@@ -142,7 +212,7 @@ TEST_CASE("an app's own instance, device and queue can be adopted, used and hand
 
 TEST_CASE("the memory budget gives a clear out-of-memory error and allocations are reused") {
   ContextOptions o;
-  o.validation = 1;
+  o.validation = test::validation_option();
   o.memory_budget = 1 << 20;  // 1 MiB
   auto c = Context::create(o);
   REQUIRE(c.ok());
@@ -190,7 +260,7 @@ TEST_CASE("an oversized block goes back to the driver when its tensor is freed")
 
 TEST_CASE("after device loss the context refuses work with device_lost but can still be destroyed") {
   ContextOptions o;
-  o.validation = 1;
+  o.validation = test::validation_option();
   auto c = Context::create(o);
   REQUIRE(c.ok());
   gpu::Context& g = (*c)->impl();

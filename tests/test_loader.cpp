@@ -196,7 +196,7 @@ ModelConfig parse_or_fail(const std::string& arch, const json& args) {
 }
 
 void write_folder(const fs::path& dir, const std::string& arch, const json& args, const Tensors& t) {
-  std::ofstream(dir / "config.json") << config_text(arch, args);
+  std::ofstream(dir / "config.json", std::ios::binary) << config_text(arch, args);
   REQUIRE(write_safetensors((dir / "model.safetensors").string(), t).ok());
 }
 
@@ -865,7 +865,7 @@ TEST_CASE("RT-RFA layers: the tensors of docs/variant-rt.md §13 and their physi
 TEST_CASE("bad configs are rejected through load_model") {
   fs::path dir = scratch("badcfg");
   valid_folder(dir);
-  auto write_cfg = [&](const std::string& text) { std::ofstream(dir / "config.json", std::ios::trunc) << text; };
+  auto write_cfg = [&](const std::string& text) { std::ofstream(dir / "config.json", std::ios::binary | std::ios::trunc) << text; };
   SUBCASE("bad JSON") {
     write_cfg("{\"format\": \"rfa-reference\", ");
     expect(dir, Code::model_error, {"config.json", "not valid JSON"});

@@ -18,21 +18,11 @@ using namespace rfa;
 
 namespace {
 
-std::string bin(const char* name) {
-  const char* b = std::getenv("RFA_BUILD_DIR");
-  return (fs::path(b ? b : ".") / name).string();
-}
-
-int run(const std::string& args) {
-  std::string cmd = bin("rfa-run") + " " + args + " > /dev/null 2>&1";
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+int run(const std::string& args) { return test::run_tool("rfa-run", args); }
 
 std::string make_model(const std::string& name, const std::string& args) {
   std::string dir = test::temp_dir("model-" + name);
-  std::string cmd = bin("rfa-make-model") + " --out " + dir + " " + args + " > /dev/null";
-  REQUIRE(std::system(cmd.c_str()) == 0);
+  REQUIRE(test::run_tool("rfa-make-model", "--out " + dir + " " + args) == 0);
   return dir;
 }
 
@@ -139,7 +129,7 @@ TEST_CASE("rfa-run runs a model trained with a window (args.attention_window) wi
   for (size_t i = 0; i < wide.size(); ++i) diff = std::max(diff, std::fabs(wide[i] - banded[i]));
   CHECK(diff > 1e-3);
   const std::string out = dir + "/summary.json";
-  REQUIRE(std::system((bin("rfa-run") + " --model " + windowed + " --summary --json > " + out).c_str()) == 0);
+  REQUIRE(test::run_tool("rfa-run", "--model " + windowed + " --summary --json", out) == 0);
   std::ifstream f(out);
   auto j = nlohmann::json::parse(f, nullptr, false);
   REQUIRE(!j.is_discarded());
@@ -150,8 +140,7 @@ TEST_CASE("rfa-run generation is deterministic with a seed and matches the CPU t
   std::string m = make_model("gen", "--arch lm --layers 1 --heads 2 --d-e 16 --vocab 256");
   std::string dir = test::temp_dir("rfa-run-gen");
   auto gen = [&](const std::string& extra, const std::string& out) {
-    std::string cmd = bin("rfa-run") + " --model " + m + " --prompt 'hello' --generate 12 --json " + extra + " > " + out;
-    REQUIRE(std::system(cmd.c_str()) == 0);
+    REQUIRE(test::run_tool("rfa-run", "--model " + m + " --prompt 'hello' --generate 12 --json " + extra, out) == 0);
     std::ifstream f(out);
     std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     auto p = s.find("\"generated\":");
@@ -213,7 +202,7 @@ TEST_CASE("rfa-run exit codes: 2 usage, 3 model, 4 input, 5 device; nothing half
 TEST_CASE("rfa-run --summary --json describes every head as valid JSON") {
   std::string m = make_model("summary", "--arch signal --layers 2 --heads 4 --d-e 32");
   std::string out = test::temp_dir("rfa-run-summary") + "/summary.json";
-  REQUIRE(std::system((bin("rfa-run") + " --model " + m + " --summary --json > " + out).c_str()) == 0);
+  REQUIRE(test::run_tool("rfa-run", "--model " + m + " --summary --json", out) == 0);
   std::ifstream f(out);
   auto j = nlohmann::json::parse(f, nullptr, false);
   REQUIRE(!j.is_discarded());

@@ -22,16 +22,7 @@ using namespace rfa;
 
 namespace {
 
-std::string bin(const char* name) {
-  const char* b = std::getenv("RFA_BUILD_DIR");
-  return (fs::path(b ? b : ".") / name).string();
-}
-
-int run(const std::string& args) {
-  std::string cmd = bin("rfa-run") + " " + args + " > /dev/null 2>&1";
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+int run(const std::string& args) { return test::run_tool("rfa-run", args); }
 
 void close(double got, double want, double rtol, const std::string& what) {
   CAPTURE(what);
@@ -43,8 +34,7 @@ void close(double got, double want, double rtol, const std::string& what) {
 TEST_CASE("rfa-run --dump-diagnostics writes valid JSON equal to head_diagnostics") {
   const std::string dir = test::temp_dir("rfa-run-diagnostics");
   const std::string model = dir + "/model";
-  REQUIRE(std::system((bin("rfa-make-model") + " --out " + model +
-                       " --arch lm --layers 2 --heads 4 --d-e 32 --vocab 50 > /dev/null").c_str()) == 0);
+  REQUIRE(test::run_tool("rfa-make-model", "--out " + model + " --arch lm --layers 2 --heads 4 --d-e 32 --vocab 50") == 0);
   const int B = 2, N = 40;
   std::vector<int64_t> ids((size_t)B * N);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = (int64_t)((i * 37 + i / 7) % 50);

@@ -24,17 +24,8 @@ using namespace rfa;
 
 namespace {
 
-std::string bin(const char* name) {
-  const char* b = std::getenv("RFA_BUILD_DIR");
-  return (fs::path(b ? b : ".") / name).string();
-}
-
 // Runs rfa-run with `args`; its stderr goes to `err` when given.
-int run(const std::string& args, const std::string& err = "") {
-  std::string cmd = bin("rfa-run") + " " + args + " > /dev/null 2>" + (err.empty() ? "/dev/null" : err);
-  int rc = std::system(cmd.c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+int run(const std::string& args, const std::string& err = "") { return test::run_tool("rfa-run", args, "", err); }
 
 std::string text_of(const std::string& path) {
   std::ifstream f(path);
@@ -45,7 +36,7 @@ std::string zoo(const char* name) { return (fs::path(test::source_dir()) / "mode
 
 std::string make_model(const std::string& name, const std::string& args) {
   std::string dir = test::temp_dir("model-" + name);
-  REQUIRE(std::system((bin("rfa-make-model") + " --out " + dir + " " + args + " > /dev/null").c_str()) == 0);
+  REQUIRE(test::run_tool("rfa-make-model", "--out " + dir + " " + args) == 0);
   return dir;
 }
 

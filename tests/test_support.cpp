@@ -3,9 +3,21 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+
+#if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN
+#define NOMINMAX
+#include <windows.h>
+#else
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+extern char** environ;
+#endif
 
 namespace rfa::test {
 namespace {
@@ -19,13 +31,28 @@ std::string key_of(const KernelOptions& k) {
 }
 }  // namespace
 
+bool validation_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("RFA_TEST_VALIDATION");
+    if (v && std::string(v) == "off") {
+      std::fprintf(stderr, "rfa tests: RFA_TEST_VALIDATION=off: running WITHOUT the Vulkan validation layer "
+                           "(none on this platform); validation checks are skipped\n");
+      return false;
+    }
+    return true;
+  }();
+  return enabled;
+}
+
+int validation_option() { return validation_enabled() ? 1 : 0; }
+
 rfa::Context& context(const KernelOptions& kernels) {
   std::lock_guard<std::mutex> lock(g_mutex);
   const std::string key = key_of(kernels);
   for (auto& [k, c] : g_contexts)
     if (k == key) return *c;
   ContextOptions o;
-  o.validation = 1;  // tests always run under the Khronos validation layer
+  o.validation = validation_option();  // tests run under the Khronos validation layer wherever there is one
   o.kernels = kernels;
   o.on_message = [](MessageSeverity sev, const char* msg) {
     if (sev < MessageSeverity::warning) return;
@@ -112,6 +139,139 @@ std::string temp_dir(const std::string& name) {
   fs::remove_all(p, ec);
   fs::create_directories(p, ec);
   return p.string();
+}
+
+void set_env(const char* name, const char* value) {
+#if defined(_WIN32)
+  _putenv_s(name, value ? value : "");  // "" removes the variable on Windows
+#else
+  if (value) setenv(name, value, 1);
+  else unsetenv(name);
+#endif
+}
+
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (const char* old = std::getenv(name)) {
+    had_ = true;
+    old_ = old;
+  }
+  set_env(name, value);
+}
+
+ScopedEnv::~ScopedEnv() { set_env(name_.c_str(), had_ ? old_.c_str() : nullptr); }
+
+namespace {
+
+std::vector<std::string> split_args(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool in_word = false, quoted = false;
+  for (char c : s) {
+    if (c == '\'') {
+      quoted = !quoted;
+      in_word = true;
+    } else if (c == ' ' && !quoted) {
+      if (in_word) out.push_back(cur);
+      cur.clear();
+      in_word = false;
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  if (in_word) out.push_back(cur);
+  return out;
+}
+
+#if defined(_WIN32)
+std::wstring widen(const std::string& utf8) {
+  if (utf8.empty()) return L"";
+  int n = ::MultiByteToWideChar(CP_UTF8, 0, utf8.data(), (int)utf8.size(), nullptr, 0);
+  std::wstring w((size_t)n, L'\0');
+  ::MultiByteToWideChar(CP_UTF8, 0, utf8.data(), (int)utf8.size(), w.data(), n);
+  return w;
+}
+
+// One argument as CommandLineToArgvW reads it back: quotes around, backslashes before a quote doubled.
+std::wstring quote_arg(const std::wstring& a) {
+  if (!a.empty() && a.find_first_of(L" \t\"") == std::wstring::npos) return a;
+  std::wstring q = L"\"";
+  size_t backslashes = 0;
+  for (wchar_t c : a) {
+    if (c == L'\\') {
+      ++backslashes;
+    } else {
+      if (c == L'"') q.append(backslashes + 1, L'\\');
+      backslashes = 0;
+    }
+    q += c;
+  }
+  q.append(backslashes, L'\\');
+  return q + L"\"";
+}
+
+HANDLE open_for_child(const std::string& path) {
+  SECURITY_ATTRIBUTES sa{sizeof sa, nullptr, TRUE};  // inherited by the child
+  return ::CreateFileW(path.empty() ? L"NUL" : widen(path).c_str(), GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE,
+                       &sa, CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+}
+#endif
+
+}  // namespace
+
+std::string tool_path(const std::string& name) {
+  const char* b = std::getenv("RFA_BUILD_DIR");
+#if defined(_WIN32)
+  return (std::filesystem::path(b ? b : ".") / (name + ".exe")).string();
+#else
+  return (std::filesystem::path(b ? b : ".") / name).string();
+#endif
+}
+
+int run_tool(const std::string& name, const std::string& args, const std::string& out, const std::string& err) {
+  const std::string program = tool_path(name);
+  std::vector<std::string> argv = split_args(args);
+  std::fflush(stdout);
+  std::fflush(stderr);
+#if defined(_WIN32)
+  std::wstring cmd = quote_arg(widen(program));
+  for (const std::string& a : argv) cmd += L" " + quote_arg(widen(a));
+  HANDLE hout = open_for_child(out), herr = open_for_child(err);
+  if (hout == INVALID_HANDLE_VALUE || herr == INVALID_HANDLE_VALUE) return -1;
+  STARTUPINFOW si{};
+  si.cb = sizeof si;
+  si.dwFlags = STARTF_USESTDHANDLES;
+  si.hStdInput = ::GetStdHandle(STD_INPUT_HANDLE);
+  si.hStdOutput = hout;
+  si.hStdError = herr;
+  PROCESS_INFORMATION pi{};
+  BOOL ok = ::CreateProcessW(widen(program).c_str(), cmd.data(), nullptr, nullptr, TRUE, 0, nullptr, nullptr, &si, &pi);
+  ::CloseHandle(hout);
+  ::CloseHandle(herr);
+  if (!ok) return -1;
+  ::WaitForSingleObject(pi.hProcess, INFINITE);
+  DWORD code = 0;
+  ::GetExitCodeProcess(pi.hProcess, &code);
+  ::CloseHandle(pi.hProcess);
+  ::CloseHandle(pi.hThread);
+  return (int)code;
+#else
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.empty() ? "/dev/null" : out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.empty() ? "/dev/null" : err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> cargv;
+  cargv.push_back(const_cast<char*>(program.c_str()));
+  for (std::string& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, program.c_str(), &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+#endif
 }
 
 }  // namespace rfa::test

@@ -22,6 +22,11 @@ namespace rfa::test {
 // a suite again on another path (test_rfa_attention_tiled).
 rfa::Context& context();
 gpu::Context& gpu();
+// Whether the suites run under the validation layer: yes, unless RFA_TEST_VALIDATION=off says this
+// platform has none (Wine exposes no Vulkan layers); then the test context runs without it, says
+// so once on stderr, and the cases that need a layer skip that part with a message.
+bool validation_enabled();
+int validation_option();  // for ContextOptions::validation: 1, or 0 where validation_enabled() is false
 // A validated context with these kernel variants forced: created on first use, kept to the end.
 rfa::Context& context(const KernelOptions& kernels);
 uint64_t validation_messages();
@@ -41,6 +46,30 @@ double max_violation(const std::vector<float>& gpu, const std::vector<double>& r
 
 std::string source_dir();  // RFA_SOURCE_DIR
 std::string temp_dir(const std::string& name);  // a fresh empty folder under the build's tmp
+
+// Sets an environment variable for the scope (value nullptr: unsets it), then puts back what was
+// there; setenv / _putenv_s by platform.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, old_;
+  bool had_ = false;
+};
+void set_env(const char* name, const char* value);  // value nullptr: unset
+
+// A program of this build (RFA_BUILD_DIR/name, with .exe on Windows).
+std::string tool_path(const std::string& name);
+// Runs that program without a shell (posix_spawn / CreateProcessW), so the tests drive it alike on
+// every OS: `args` split at spaces, '...' keeping spaces inside one argument; stdout written to
+// `out` and stderr to `err` ("": discarded). Returns the exit code, -1 when it could not run or
+// died of a signal.
+int run_tool(const std::string& name, const std::string& args, const std::string& out = "",
+             const std::string& err = "");
 
 }  // namespace rfa::test
 

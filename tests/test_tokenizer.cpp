@@ -164,8 +164,8 @@ TEST_CASE("load_tokenizer reads the model folder") {
   fs::remove_all(dir);
   fs::create_directories(dir);
   TinyBpe v = tiny_bpe();
-  std::ofstream(dir / "encoder.json") << v.encoder;
-  std::ofstream(dir / "vocab.bpe") << v.merges;
+  std::ofstream(dir / "encoder.json", std::ios::binary) << v.encoder;
+  std::ofstream(dir / "vocab.bpe", std::ios::binary) << v.merges;
   Model m;
   m.name = "tiny";
   m.arch = Architecture::lm;

@@ -1,6 +1,4 @@
 // rfa-bench model: load time, memory, prefill and decode throughput of a whole model.
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +6,7 @@
 #include <sstream>
 
 #include "bench.hpp"
+#include "process_stats.hpp"
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
 #include "rfa/context.hpp"
@@ -18,11 +17,6 @@ namespace rfa::bench {
 namespace {
 double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-double peak_rss_mib() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return (double)u.ru_maxrss / 1024.0;
 }
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> v;

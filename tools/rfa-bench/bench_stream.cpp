@@ -1,8 +1,6 @@
 // rfa-bench stream: what one streamed position costs — wall time, GPU time, the host's share
 // (wall - GPU), submissions and bytes moved per step — and a soak mode that streams a long signal
 // through a sliding window and checks that memory stays flat and the output stays exact.
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <ctime>
 
 #include "bench.hpp"
+#include "process_stats.hpp"
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
 #include "rfa/context.hpp"
@@ -25,23 +24,9 @@ double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// CPU time of the calling thread: the host's own work per step, whatever the machine's load (the
-// driver's queue threads, lavapipe's workers included, are not counted).
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
-// Resident set size now (not the peak), from /proc/self/statm.
-double rss_mib() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  long pages = 0, resident = 0;
-  if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-  std::fclose(f);
-  return (double)resident * 4096.0 / 1048576.0;
-}
+// thread_cpu_ms() (process_stats.hpp) is the host's own work per step, whatever the machine's load
+// (the driver's queue threads, lavapipe's workers included, are not counted); rss_mib() the
+// resident set now, not the peak.
 
 // Inputs for position p of every batch row: token ids for language models, a measurement of a
 // simulated spiral (or Gaussian noise for other widths) for signal and attention models.

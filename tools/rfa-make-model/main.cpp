@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rfa-make-model: %s\n", s.to_string().c_str());
     return 5;
   }
-  std::ofstream cfg(fs::path(o.out) / "config.json");
+  std::ofstream cfg(fs::path(o.out) / "config.json", std::ios::binary);  // LF line ends on every OS
   cfg << "{\n  \"format\": \"rfa-reference\",\n  \"architecture\": \"" << o.arch << "\",\n  \"args\": {\n"
       << "    \"n_heads\": " << H << ", \"d_e\": " << E << ", \"d_k_total\": " << C << ", \"d_v_total\": " << C
       << ",\n    \"num_blocks\": " << o.layers << ", \"hidden_dim\": " << o.hidden << ", \"seq_len\": " << o.seq_len;

@@ -132,7 +132,7 @@ Status write_diagnostics(Session& s, const DiagnosticsDump& opt) {
       o << "]}\n";
       const std::string path =
           (std::filesystem::path(opt.dir) / ("diagnostics_L" + std::to_string(l) + "_H" + std::to_string(h) + ".json")).string();
-      std::ofstream f(path);
+      std::ofstream f(path, std::ios::binary);  // "\n", not "\r\n", on Windows too
       f << o.str();
       if (!f) return Status(Code::io_error, "cannot write " + path);
     }

@@ -10,6 +10,14 @@
 #include <string>
 #include <vector>
 
+#if defined(_WIN32)
+#define WIN32_LEAN_AND_MEAN
+#define NOMINMAX
+#include <windows.h>
+#elif defined(__APPLE__)
+#include <mach-o/dyld.h>
+#endif
+
 #include "demo.hpp"
 #include "args.hpp"
 #include "attention_dump.hpp"
@@ -52,9 +60,29 @@ int fail(const Status& s, int code = -1) {
 // head kind without that probe): the input is at fault, not the command line, so never exit 2.
 int probe_fail(const Status& s) { return fail(s, s.code() == Code::invalid_argument ? 4 : -1); }
 
+// The folder of this program, whichever way it was started (the installed models lie beside it).
+fs::path executable_dir() {
+  std::error_code ec;
+#if defined(_WIN32)
+  std::wstring buf(32768, L'\0');
+  const DWORD n = ::GetModuleFileNameW(nullptr, buf.data(), (DWORD)buf.size());
+  buf.resize(n);
+  fs::path self(buf);
+#elif defined(__APPLE__)
+  uint32_t size = 0;
+  _NSGetExecutablePath(nullptr, &size);
+  std::string buf(size, '\0');
+  _NSGetExecutablePath(buf.data(), &size);
+  fs::path self = fs::canonical(buf.c_str(), ec);
+#else
+  fs::path self = fs::canonical("/proc/self/exe", ec);
+#endif
+  return self.parent_path();
+}
+
 std::string default_model() {
   if (const char* e = std::getenv("RFA_MODEL")) return e;
-  fs::path self = fs::canonical("/proc/self/exe").parent_path();
+  fs::path self = executable_dir();
   // Installed (bin/ beside share/rfa/models), then a build tree inside or beside the sources.
   for (fs::path p : {self / ".." / "share" / "rfa" / "models" / "spiral-filter", self / ".." / "models" / "spiral-filter",
                      self / "models" / "spiral-filter", fs::path(RFA_SOURCE_DIR) / "models" / "spiral-filter"})

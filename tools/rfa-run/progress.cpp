@@ -1,6 +1,10 @@
 #include "progress.hpp"
 
+#if defined(_WIN32)
+#include <io.h>
+#else
 #include <unistd.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +30,13 @@ void Progress::stop_drawing() {
   cv_.notify_all();
 }
 
-bool Progress::enabled() { return isatty(STDERR_FILENO) == 1; }
+bool Progress::enabled() {
+#if defined(_WIN32)
+  return ::_isatty(::_fileno(stderr)) != 0;
+#else
+  return isatty(STDERR_FILENO) == 1;
+#endif
+}
 
 Progress::Progress(std::string what, long total, std::string unit)
     : what_(std::move(what)), unit_(std::move(unit)), total_(total), start_(std::chrono::steady_clock::now()),

@@ -1,6 +1,8 @@
 // The Vulkan context: which device runs RFA-VK, created by the runtime or adopted from an app.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
@@ -16,7 +18,7 @@ namespace rfa {
 
 namespace gpu { class Context; }
 
-const char* version();  // "0.1.0"
+RFA_API const char* version();  // "0.1.0"
 
 struct DeviceInfo {
   int index = 0;
@@ -30,7 +32,7 @@ struct DeviceInfo {
 };
 
 // Lists the Vulkan devices the loader sees (no device is created).
-Result<std::vector<DeviceInfo>> list_devices();
+RFA_API Result<std::vector<DeviceInfo>> list_devices();
 
 enum class MessageSeverity { verbose = 0, info = 1, warning = 2, error = 3 };
 using MessageCallback = std::function<void(MessageSeverity, const char* message)>;
@@ -53,7 +55,7 @@ struct KernelOptions {
   bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
 };
 // The overrides named by the RFA_* environment variables above (defaults where unset).
-KernelOptions kernel_options_from_environment();
+RFA_API KernelOptions kernel_options_from_environment();
 
 struct ContextOptions {
   // Device choice: "" picks discrete > integrated > virtual > cpu; else an index ("1") or a
@@ -80,9 +82,13 @@ struct AdoptedDevice {
   uint32_t queue_family = 0;
   // Device extensions the app enabled (the runtime uses VK_KHR_push_descriptor only if listed).
   std::vector<std::string> enabled_extensions;
+  // The app's vkGetInstanceProcAddr, for an app that reaches Vulkan through a loader of its own
+  // (a static or bundled one). nullptr: the runtime opens the system loader (libvulkan.so.1,
+  // vulkan-1.dll). One loader per process: naming another than the one already in use is refused.
+  PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
 };
 
-class Context {
+class RFA_API Context {
  public:
   static Result<std::unique_ptr<Context>> create(const ContextOptions& options = {});
   static Result<std::unique_ptr<Context>> adopt(const AdoptedDevice& device, const ContextOptions& options = {});

@@ -6,6 +6,8 @@
 // pick, and which optional device extensions the runtime uses when the app enables them.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <vulkan/vulkan.h>
 
 #include <string>
@@ -17,18 +19,18 @@
 namespace rfa {
 
 // Instance-level queries (no instance needed).
-bool instance_has_layer(const char* name);
-bool instance_has_extension(const char* name);
+RFA_API bool instance_has_layer(const char* name);
+RFA_API bool instance_has_extension(const char* name);
 // Whether `phys` offers the device extension `name`.
-bool device_has_extension(VkPhysicalDevice phys, const char* name);
+RFA_API bool device_has_extension(VkPhysicalDevice phys, const char* name);
 // The runtime's preference among device types: discrete 4 > integrated 3 > virtual 2 > cpu 1 > other 0.
-int device_type_rank(VkPhysicalDeviceType type);
+RFA_API int device_type_rank(VkPhysicalDeviceType type);
 
 // Device extensions `phys` offers that the runtime uses when they are enabled: push descriptors
 // (fewer descriptor allocations), and VK_KHR_portability_subset, which the Vulkan spec requires an
 // app to enable wherever it is offered (MoltenVK). Enable these on the device you adopt and list
 // them in AdoptedDevice::enabled_extensions.
-std::vector<const char*> wanted_device_extensions(VkPhysicalDevice phys);
+RFA_API std::vector<const char*> wanted_device_extensions(VkPhysicalDevice phys);
 
 // rfa-run --self-check: a Linear op of off-tile shape on the context's device, compared with a
 // double-precision CPU loop.
@@ -37,6 +39,6 @@ struct SelfCheck {
   double max_abs_error = 0;
   bool pass = false;              // max_abs_error < 1e-3
 };
-Result<SelfCheck> self_check(Context& ctx);
+RFA_API Result<SelfCheck> self_check(Context& ctx);
 
 }  // namespace rfa

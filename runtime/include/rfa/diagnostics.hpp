@@ -8,6 +8,8 @@
 // of the normals' Gram form) on the host in double (DiagnosticsTimings says what each cost).
 #pragma once
 
+#include "rfa/export.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -58,7 +60,7 @@ struct HeadMoments {
   std::vector<double> key_gram;    // [d*d] W W^T of the head's key map (normals n = W^T u0); not summed
 };
 // into += more. Both must have the same d and key_gram (or `into` be empty, d = 0).
-Status accumulate(HeadMoments& into, const HeadMoments& more);
+RFA_API Status accumulate(HeadMoments& into, const HeadMoments& more);
 
 struct MomentSummary {
   double var_q = 0, var_k = 0;            // mean over dims of the per-dim variance
@@ -71,7 +73,7 @@ struct MomentSummary {
   std::vector<double> normal_spectrum;    // eigenvalues of C_n = E[n n^T], n = W^T u0 (nonzero part, d)
   double dim_eff_n = 0;
 };
-Result<MomentSummary> summarize(const HeadMoments& m);
+RFA_API Result<MomentSummary> summarize(const HeadMoments& m);
 
 // One temperature of the sweep, over the window's rows.
 struct SweepPoint {
@@ -112,8 +114,8 @@ struct HeadDiagnostics {
 };
 
 // The host linear algebra the diagnostics use, for data from elsewhere (row-major, double).
-Result<std::vector<double>> singular_values(const std::vector<double>& a, int rows, int cols);
-double effective_rank(const std::vector<double>& singular_values);      // Roy-Vetterli
-double participation_ratio(const std::vector<double>& eigenvalues);     // (sum l)^2 / sum l^2
+RFA_API Result<std::vector<double>> singular_values(const std::vector<double>& a, int rows, int cols);
+RFA_API double effective_rank(const std::vector<double>& singular_values);      // Roy-Vetterli
+RFA_API double participation_ratio(const std::vector<double>& eigenvalues);     // (sum l)^2 / sum l^2
 
 }  // namespace rfa

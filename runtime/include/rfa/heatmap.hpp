@@ -3,6 +3,8 @@
 // Session::render_attention fills a Heatmap; the image ends in SHADER_READ_ONLY_OPTIMAL.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <vulkan/vulkan.h>
 
 #include <cstdint>
@@ -33,11 +35,11 @@ constexpr uint32_t kHeatmapPending = 0xff4a3a30u;  // not computed yet (the stre
 
 // The colour of weight `v` under `req`'s scale, exactly as colormap.comp computes it (viridis,
 // a degree-6 polynomial fit); tests compare rendered pixels against it.
-uint32_t heatmap_color(float v, const HeatmapRequest& req);
+RFA_API uint32_t heatmap_color(float v, const HeatmapRequest& req);
 // viridis(t) for t in [0, 1] as RGBA8.
-uint32_t viridis_rgba(float t);
+RFA_API uint32_t viridis_rgba(float t);
 
-class Heatmap {
+class RFA_API Heatmap {
  public:
   // A device-local R8G8B8A8_UNORM image (usage STORAGE | SAMPLED | TRANSFER_DST) of width x height
   // and its view, on ctx's device, cleared to kHeatmapPending and left in SHADER_READ_ONLY_OPTIMAL.

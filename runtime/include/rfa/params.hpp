@@ -3,6 +3,8 @@
 // these per-head numbers and switches; kernels see nothing else.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -146,7 +148,7 @@ struct AttentionParams {
 
 // The noise regime of a head (docs/math.md §5).
 enum class Regime : uint32_t { diffusive = 0, integrative = 1, brownian = 2 };
-const char* regime_name(Regime r);
+RFA_API const char* regime_name(Regime r);
 
 struct RegimeInfo {
   double stationary_variance = 0;  // s2t (paper) or sigma2 / (2 mu) (reference)

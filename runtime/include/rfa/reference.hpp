@@ -7,6 +7,8 @@
 // thread, every attention matrix in memory) and needs no Vulkan device.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -33,7 +35,7 @@ struct ReferenceAttention {
 // window > 0: every layer's banded causal mask (each query sees its last `window` keys), what a
 // session with SessionOptions::window computes; 0: the model's own (args.attention_window, often
 // none); -1: no window, even for a model trained with one.
-Result<std::vector<double>> reference_forward(const Model& m, int batch, int n, const double* values,
+RFA_API Result<std::vector<double>> reference_forward(const Model& m, int batch, int n, const double* values,
                                               const int64_t* ids, const double* timestamps,
                                               const std::vector<std::pair<int, int>>& attention = {},
                                               std::vector<ReferenceAttention>* maps = nullptr, int window = 0);

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <vulkan/vulkan.h>
 
+#include "rfa/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,30 +30,30 @@ typedef struct rfa_context rfa_context;
 typedef struct rfa_model rfa_model;
 typedef struct rfa_session rfa_session;
 
-const char* rfa_version(void);
+RFA_API const char* rfa_version(void);
 /* The message of the last failed call on this thread ("" if none). */
-const char* rfa_last_error(void);
-const char* rfa_status_name(rfa_status s);
+RFA_API const char* rfa_last_error(void);
+RFA_API const char* rfa_status_name(rfa_status s);
 
 /* Devices: count, then the name/type of device i (pointers stay valid until the next call). */
-rfa_status rfa_device_count(int* count);
-rfa_status rfa_device_name(int index, const char** name, const char** type);
+RFA_API rfa_status rfa_device_count(int* count);
+RFA_API rfa_status rfa_device_name(int index, const char** name, const char** type);
 
 /* device: NULL or "" for the best device, else an index or a name substring.
  * validation: -1 follows RFA_VALIDATION, 0 off, 1 on. */
-rfa_status rfa_context_create(const char* device, int validation, rfa_context** out);
+RFA_API rfa_status rfa_context_create(const char* device, int validation, rfa_context** out);
 /* Adopts an app's Vulkan objects; the runtime never destroys them. */
-rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physical_device, VkDevice device, VkQueue queue,
+RFA_API rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physical_device, VkDevice device, VkQueue queue,
                              uint32_t queue_family, rfa_context** out);
-void rfa_context_destroy(rfa_context* ctx);
+RFA_API void rfa_context_destroy(rfa_context* ctx);
 /* Validation messages of warning/error severity seen by this context. */
-uint64_t rfa_context_validation_messages(const rfa_context* ctx);
+RFA_API uint64_t rfa_context_validation_messages(const rfa_context* ctx);
 
-rfa_status rfa_model_load(const char* dir, rfa_model** out);
-void rfa_model_destroy(rfa_model* model);
+RFA_API rfa_status rfa_model_load(const char* dir, rfa_model** out);
+RFA_API void rfa_model_destroy(rfa_model* model);
 /* Sizes: layers, heads, head_dim (complex dims), input_dim (values per position, 0 for LMs),
  * output_dim (vocab, d_in or d_e), vocab (0 unless LM). Any pointer may be NULL. */
-rfa_status rfa_model_info(const rfa_model* model, int* layers, int* heads, int* head_dim, int* input_dim,
+RFA_API rfa_status rfa_model_info(const rfa_model* model, int* layers, int* heads, int* head_dim, int* input_dim,
                           int* output_dim, int* vocab);
 
 /* One head's physical parameters and noise regime (docs/math.md §5). regime: 0 diffusive,
@@ -62,9 +64,9 @@ typedef struct rfa_head_info {
   double stationary_variance, alpha, beta;
   int regime;
 } rfa_head_info;
-rfa_status rfa_model_head(const rfa_model* model, int layer, int head, rfa_head_info* out);
+RFA_API rfa_status rfa_model_head(const rfa_model* model, int layer, int head, rfa_head_info* out);
 
-rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batch, int max_context,
+RFA_API rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batch, int max_context,
                               rfa_session** out);
 /* Every session option. Start from rfa_session_options_default(). window > 0: a sliding-window KV
  * cache (each position sees its last `window` keys; a stream runs without end; max_context is then
@@ -76,23 +78,23 @@ rfa_status rfa_session_create(rfa_context* ctx, const rfa_model* model, int batc
 typedef struct rfa_session_options {
   int batch, max_context, window, last_output_only, profile, kv;
 } rfa_session_options;
-void rfa_session_options_default(rfa_session_options* o);
-rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const rfa_session_options* options,
+RFA_API void rfa_session_options_default(rfa_session_options* o);
+RFA_API rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const rfa_session_options* options,
                                  rfa_session** out);
-void rfa_session_destroy(rfa_session* s);
+RFA_API void rfa_session_destroy(rfa_session* s);
 /* Feeds n positions per batch row. ids: [batch*n] (LMs); values: [batch*n*input_dim] (others).
  * timestamps: [batch*n] or NULL (then t = position). step = prefill with n = 1. */
-rfa_status rfa_session_prefill_tokens(rfa_session* s, const int64_t* ids, int n, const double* timestamps);
-rfa_status rfa_session_prefill_values(rfa_session* s, const float* values, int n, const double* timestamps);
-rfa_status rfa_session_reset(rfa_session* s);
-int rfa_session_position(const rfa_session* s);
+RFA_API rfa_status rfa_session_prefill_tokens(rfa_session* s, const int64_t* ids, int n, const double* timestamps);
+RFA_API rfa_status rfa_session_prefill_values(rfa_session* s, const float* values, int n, const double* timestamps);
+RFA_API rfa_status rfa_session_reset(rfa_session* s);
+RFA_API int rfa_session_position(const rfa_session* s);
 /* The oldest position still in the caches (0 without a window): probes reach [oldest, position). */
-int rfa_session_oldest_position(const rfa_session* s);
+RFA_API int rfa_session_oldest_position(const rfa_session* s);
 /* The window the session runs with (0: none), after a trained window was applied. */
-int rfa_session_window(const rfa_session* s);
+RFA_API int rfa_session_window(const rfa_session* s);
 /* The oldest row whose keys are all still cached (what rfa_session_row_diagnostics needs):
  * the oldest position, or oldest + window - 1 once the window has evicted keys. */
-int rfa_session_first_full_row(const rfa_session* s);
+RFA_API int rfa_session_first_full_row(const rfa_session* s);
 /* What a sliding window cuts off, per (layer, head), for the newest position of batch row b: see
  * rfa::WindowTruncation in rfa/session.hpp. Writes up to `capacity` entries (layers * heads are
  * needed) and their number into *count. measure = 0 skips the GPU-measured edge_mass. */
@@ -100,26 +102,26 @@ typedef struct rfa_window_truncation {
   int layer, head;
   double edge_lag, decay_bound, precision_ratio, edge_mass;
 } rfa_window_truncation;
-rfa_status rfa_session_window_report(rfa_session* s, int b, int measure, rfa_window_truncation* out, int capacity,
+RFA_API rfa_status rfa_session_window_report(rfa_session* s, int b, int measure, rfa_window_truncation* out, int capacity,
                                      int* count);
 /* Submissions and bytes moved since the session was created (see rfa::SessionStats). */
 typedef struct rfa_session_stats {
   uint64_t submits, bytes_up, bytes_down, plans_recorded;
 } rfa_session_stats;
-rfa_status rfa_session_get_stats(const rfa_session* s, rfa_session_stats* out);
+RFA_API rfa_status rfa_session_get_stats(const rfa_session* s, rfa_session_stats* out);
 /* Outputs of the last prefill/step, [batch][count][output_dim]: copies up to `capacity` floats
  * into `out` and reports the count of positions and the total number of floats. */
-rfa_status rfa_session_outputs(const rfa_session* s, float* out, size_t capacity, int* count, size_t* floats);
+RFA_API rfa_status rfa_session_outputs(const rfa_session* s, float* out, size_t capacity, int* count, size_t* floats);
 /* Ahat (decayed = 0) or A (decayed = 1) for rows [r0, r1) x cols [c0, c1): (r1-r0)*(c1-c0) floats.
  * RFA_CACHED (-1) for r0 / c0 is the oldest position still cached, for r1 / c1 the position: all
  * four -1 give the (position - oldest)^2 floats of everything still cached. */
 #define RFA_CACHED (-1)
-rfa_status rfa_session_attention(rfa_session* s, int layer, int head, int b, int r0, int r1, int c0, int c1,
+RFA_API rfa_status rfa_session_attention(rfa_session* s, int layer, int head, int b, int r0, int r1, int c0, int c1,
                                  int decayed, float* out);
 
 /* Kernel curves of one head over n lags: decay E, covariance Vcov, precision P, bias B (each n
  * doubles; any pointer may be NULL). */
-rfa_status rfa_session_curves(rfa_session* s, int layer, int head, const double* lags, int n, double* decay,
+RFA_API rfa_status rfa_session_curves(rfa_session* s, int layer, int head, const double* lags, int n, double* decay,
                               double* vcov, double* precision, double* bias);
 
 /* ---- Attention tomography (rfa/diagnostics.hpp, docs/DIAGNOSTICS.md) ---------------------------
@@ -138,7 +140,7 @@ typedef struct rfa_diagnostics_request {
   int keep_tilts;       /* 1: keep u_i for rfa_diagnostics_array(RFA_DIAG_TILTS) */
 } rfa_diagnostics_request;
 /* Fills the defaults: layer 0, head 0, b 0, the whole context, alpha 1, no sweep, spectrum on. */
-void rfa_diagnostics_request_init(rfa_diagnostics_request* r);
+RFA_API void rfa_diagnostics_request_init(rfa_diagnostics_request* r);
 
 typedef struct rfa_diagnostics rfa_diagnostics; /* a result; free with rfa_diagnostics_destroy */
 
@@ -181,61 +183,61 @@ typedef enum rfa_diagnostics_array_kind {
   RFA_DIAG_TILTS = 3            /* [rows][d] u_i, with keep_tilts */
 } rfa_diagnostics_array_kind;
 
-rfa_status rfa_session_head_diagnostics(rfa_session* s, const rfa_diagnostics_request* request, rfa_diagnostics** out);
-void rfa_diagnostics_destroy(rfa_diagnostics* d);
-rfa_status rfa_diagnostics_get_summary(const rfa_diagnostics* d, rfa_diagnostics_summary* out);
+RFA_API rfa_status rfa_session_head_diagnostics(rfa_session* s, const rfa_diagnostics_request* request, rfa_diagnostics** out);
+RFA_API void rfa_diagnostics_destroy(rfa_diagnostics* d);
+RFA_API rfa_status rfa_diagnostics_get_summary(const rfa_diagnostics* d, rfa_diagnostics_summary* out);
 /* The copy calls below write up to `capacity` items into `out` (NULL: only report *count); a
  * capacity below the count is an error. */
-rfa_status rfa_diagnostics_rows(const rfa_diagnostics* d, rfa_query_diagnostics* out, size_t capacity, size_t* count);
-rfa_status rfa_diagnostics_array(const rfa_diagnostics* d, rfa_diagnostics_array_kind which, double* out,
+RFA_API rfa_status rfa_diagnostics_rows(const rfa_diagnostics* d, rfa_query_diagnostics* out, size_t capacity, size_t* count);
+RFA_API rfa_status rfa_diagnostics_array(const rfa_diagnostics* d, rfa_diagnostics_array_kind which, double* out,
                                  size_t capacity, size_t* count);
-rfa_status rfa_diagnostics_sweep(const rfa_diagnostics* d, rfa_sweep_point* out, size_t capacity, size_t* count);
+RFA_API rfa_status rfa_diagnostics_sweep(const rfa_diagnostics* d, rfa_sweep_point* out, size_t capacity, size_t* count);
 /* Singular values of P at sweep point k. */
-rfa_status rfa_diagnostics_sweep_singular_values(const rfa_diagnostics* d, int k, double* out, size_t capacity,
+RFA_API rfa_status rfa_diagnostics_sweep_singular_values(const rfa_diagnostics* d, int k, double* out, size_t capacity,
                                                  size_t* count);
 /* Pools the moments of `count` results of one head (windows, batch rows, stream chunks). */
-rfa_status rfa_diagnostics_pool(const rfa_diagnostics* const* list, int count, rfa_moment_summary* out);
+RFA_API rfa_status rfa_diagnostics_pool(const rfa_diagnostics* const* list, int count, rfa_moment_summary* out);
 
 /* ---- model description, tokenizer and the CPU reference ---------------------------------------
  * Strings returned here live as long as the model; a NULL model gives "". */
-const char* rfa_model_architecture(const rfa_model* model); /* "lm", "signal" or "attention" */
-const char* rfa_model_name(const rfa_model* model);         /* the folder's name */
-const char* rfa_model_tokenizer(const rfa_model* model);    /* "bytes", "gpt2", or "" (no tokenizer) */
+RFA_API const char* rfa_model_architecture(const rfa_model* model); /* "lm", "signal" or "attention" */
+RFA_API const char* rfa_model_name(const rfa_model* model);         /* the folder's name */
+RFA_API const char* rfa_model_tokenizer(const rfa_model* model);    /* "bytes", "gpt2", or "" (no tokenizer) */
 /* More sizes: model width d_e, FFN width, and t_equal (1: positions are the timestamps, and
  * timestamps passed in are ignored, as in the reference code). Any pointer may be NULL. */
-rfa_status rfa_model_dims(const rfa_model* model, int* d_e, int* hidden, int* t_equal);
+RFA_API rfa_status rfa_model_dims(const rfa_model* model, int* d_e, int* hidden, int* t_equal);
 /* The attention window the model was trained with (args.attention_window; 0: none). A session
  * created with window 0 runs with it. */
-rfa_status rfa_model_attention_window(const rfa_model* model, int* window);
+RFA_API rfa_status rfa_model_attention_window(const rfa_model* model, int* window);
 
 /* Language models: text (length bytes, any encoding the tokenizer accepts) -> token ids. Writes up
  * to `capacity` ids into `ids` (NULL to ask for the count only) and the total into *count; when
  * capacity is too small nothing is written and RFA_ERROR_INVALID_ARGUMENT is returned. */
-rfa_status rfa_model_encode(const rfa_model* model, const char* text, size_t length, int64_t* ids, size_t capacity,
+RFA_API rfa_status rfa_model_encode(const rfa_model* model, const char* text, size_t length, int64_t* ids, size_t capacity,
                             size_t* count);
 /* Token ids -> bytes (not NUL-terminated; a single id gives its byte or BPE piece). Same capacity
  * rules as rfa_model_encode, in bytes. Ids outside the vocabulary are skipped. */
-rfa_status rfa_model_decode(const rfa_model* model, const int64_t* ids, size_t n, char* out, size_t capacity,
+RFA_API rfa_status rfa_model_decode(const rfa_model* model, const int64_t* ids, size_t n, char* out, size_t capacity,
                             size_t* length);
 
 /* REFERENCE ONLY (slow; for checking results): the model's double-precision CPU twin on batch
  * sequences of n positions. values [batch*n*input_dim] (signal/attention models) or ids [batch*n]
  * (LMs), the other NULL; timestamps [batch*n] or NULL. out: [batch*n*output_dim] doubles. */
-rfa_status rfa_model_reference_forward(const rfa_model* model, int batch, int n, const double* values,
+RFA_API rfa_status rfa_model_reference_forward(const rfa_model* model, int batch, int n, const double* values,
                                        const int64_t* ids, const double* timestamps, double* out);
 
 /* ---- context and session queries --------------------------------------------------------------- */
 /* The context's device name and type ("discrete", "integrated", "virtual", "cpu", "other"); the
  * strings live as long as the context. */
-rfa_status rfa_context_device(rfa_context* ctx, const char** name, const char** type);
+RFA_API rfa_status rfa_context_device(rfa_context* ctx, const char** name, const char** type);
 
-int rfa_session_batch(const rfa_session* s);
+RFA_API int rfa_session_batch(const rfa_session* s);
 /* Positions the caches hold per batch row: max_context as asked, or, with a window, the ring's
  * window + min(window, 256) - 1 slots (a window ignores max_context). */
-int rfa_session_max_context(const rfa_session* s);
+RFA_API int rfa_session_max_context(const rfa_session* s);
 /* Timestamps of the positions still cached of batch row b, [oldest, position): up to capacity
  * doubles, *count = position - oldest. */
-rfa_status rfa_session_timestamps(const rfa_session* s, int b, double* out, size_t capacity, size_t* count);
+RFA_API rfa_status rfa_session_timestamps(const rfa_session* s, int b, double* out, size_t capacity, size_t* count);
 
 /* Diagnostics of query rows [r0, r1) of one head (docs/math.md §7): entropy of Ahat, log-partition,
  * largest weight, expected lag under A, and the mass of A beyond each of 4 lag thresholds. */
@@ -245,7 +247,7 @@ typedef struct rfa_row_diagnostics {
 } rfa_row_diagnostics;
 /* thresholds: 4 lags (NULL: 1, 4, 16, 64). out: r1 - r0 entries. Every key of the rows must still
  * be cached: r0 = RFA_CACHED starts at rfa_session_first_full_row, r1 = RFA_CACHED at the position. */
-rfa_status rfa_session_row_diagnostics(rfa_session* s, int layer, int head, int b, int r0, int r1,
+RFA_API rfa_status rfa_session_row_diagnostics(rfa_session* s, int layer, int head, int b, int r0, int r1,
                                        const double* thresholds, rfa_row_diagnostics* out);
 
 /* Every term of one (query i, key j) pair of a head, from the caches (the viewer's hover readout). */
@@ -257,14 +259,14 @@ typedef struct rfa_pair_readout {
   double L, logit;              /* B - kappa log(1 + P R2) (or B - P R2), and tau L */
   double ahat, a;               /* the attention weight and the decayed weight A = Ahat E */
 } rfa_pair_readout;
-rfa_status rfa_session_pair(rfa_session* s, int layer, int head, int b, int i, int j, rfa_pair_readout* out);
+RFA_API rfa_status rfa_session_pair(rfa_session* s, int layer, int head, int b, int i, int j, rfa_pair_readout* out);
 
 /* Generation (language models, after a prompt): samples `tokens` tokens per batch row (the first
  * from the last call's logits), feeding all but the last. Sampling as rfa::Sampler: temperature
  * <= 0 greedy, top_k <= 0 and top_p >= 1 no limit, seeded. on_gpu: 1 samples on the GPU and feeds
  * each token on the device (only ids come back); 0 samples on the host from read-back logits.
  * out_tokens: [batch * tokens] int64, row-major. */
-rfa_status rfa_session_generate(rfa_session* s, int tokens, double temperature, int top_k, double top_p,
+RFA_API rfa_status rfa_session_generate(rfa_session* s, int tokens, double temperature, int top_k, double top_p,
                                 uint64_t seed, int on_gpu, int64_t* out_tokens);
 
 #ifdef __cplusplus

@@ -3,6 +3,8 @@
 // which treats every file as hostile.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -14,8 +16,8 @@
 namespace rfa {
 
 enum class DType { f32, f16, bf16, f64, i64, i32 };
-const char* dtype_name(DType d);  // "F32", "F16", ...
-size_t dtype_size(DType d);
+RFA_API const char* dtype_name(DType d);  // "F32", "F16", ...
+RFA_API size_t dtype_size(DType d);
 
 struct TensorToWrite {
   std::vector<int64_t> shape;
@@ -25,10 +27,10 @@ struct TensorToWrite {
 
 // Writes a safetensors file (tensors in name order, data contiguous) via a temporary file and a
 // rename: nothing half-written is ever left at `path`.
-Status write_safetensors(const std::string& path, const std::map<std::string, TensorToWrite>& tensors,
+RFA_API Status write_safetensors(const std::string& path, const std::map<std::string, TensorToWrite>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
 // The same bytes, in memory.
-Result<std::vector<uint8_t>> encode_safetensors(const std::map<std::string, TensorToWrite>& tensors,
+RFA_API Result<std::vector<uint8_t>> encode_safetensors(const std::map<std::string, TensorToWrite>& tensors,
                                                 const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace rfa

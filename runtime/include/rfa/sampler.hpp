@@ -10,6 +10,8 @@
 // finite or -inf; a NaN is never sampled on the GPU and has no defined place in the host's order.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <cstdint>
 #include <random>
 
@@ -22,7 +24,7 @@ struct SamplerOptions {
   uint64_t seed = 0;
 };
 
-class Sampler {
+class RFA_API Sampler {
  public:
   explicit Sampler(const SamplerOptions& o) : o_(o), rng_(o.seed) {}
 

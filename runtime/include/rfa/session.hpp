@@ -2,6 +2,8 @@
 // a KV cache, and probe what each head does.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,7 +22,7 @@ namespace rfa {
 struct Model;  // a loaded, validated model (host memory); see model_info()
 
 // Loads and validates `dir` (config.json + model.safetensors [+ tokenizer files]).
-Result<std::shared_ptr<const Model>> load_model_dir(const std::string& dir);
+RFA_API Result<std::shared_ptr<const Model>> load_model_dir(const std::string& dir);
 
 struct ModelInfo {
   std::string name, architecture, tokenizer;
@@ -34,7 +36,7 @@ struct ModelInfo {
   int attention_window = 0;
   std::string source_dir;  // the folder it was loaded from
 };
-ModelInfo model_info(const Model& m);
+RFA_API ModelInfo model_info(const Model& m);
 
 // Physical parameters and regime of one head (docs/math.md §5).
 struct HeadSummary {
@@ -49,9 +51,9 @@ struct HeadSummary {
   // else empty.
   std::string terms;
 };
-std::vector<HeadSummary> head_summaries(const Model& m);
-const AttentionParams& layer_params(const Model& m, int layer);
-std::string model_summary(const Model& m);  // printable per-layer, per-head table
+RFA_API std::vector<HeadSummary> head_summaries(const Model& m);
+RFA_API const AttentionParams& layer_params(const Model& m, int layer);
+RFA_API std::string model_summary(const Model& m);  // printable per-layer, per-head table
 
 enum class KvPrecision { f32 = 0, f16 = 1 };
 
@@ -134,7 +136,7 @@ struct KernelCurves {
 // RT-RFA layers (docs/variant-rt.md §10): decay = the magnitude decay e^{-mu lag}, vcov = S(lag),
 // precision = P(lag) between tokens of unit magnitude, bias = beta_s log P (that pair's logit at
 // zero angular distance).
-Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
+RFA_API Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
 
 // One query row watched through asynchronous frames (Session::watch_row).
 struct WatchedRow {
@@ -162,7 +164,7 @@ struct Generation {
   double wall_ms = 0, gpu_ms = 0;
 };
 
-class Session {
+class RFA_API Session {
  public:
   static Result<std::unique_ptr<Session>> create(Context& ctx, std::shared_ptr<const Model> model,
                                                  const SessionOptions& options = {});

@@ -8,6 +8,8 @@
 // Timestamps are in units of the nominal interval, as the model was trained.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <array>
 #include <cstdint>
 #include <random>
@@ -15,7 +17,7 @@
 
 namespace rfa {
 
-class SpiralSimulator {
+class RFA_API SpiralSimulator {
  public:
   struct Options {
     double sigma_m = 1.0, sigma_p = 0.1;

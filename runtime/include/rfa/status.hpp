@@ -3,6 +3,8 @@
 // the file, tensor, field or limit at fault.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <optional>
 #include <string>
 #include <utility>
@@ -22,9 +24,9 @@ enum class Code : int {
   unsupported = 8,       // a valid request this build or device cannot serve
 };
 
-const char* code_name(Code c);
+RFA_API const char* code_name(Code c);
 
-class Status {
+class RFA_API Status {
  public:
   Status() = default;
   Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}

@@ -2,6 +2,8 @@
 // (encoder.json + vocab.bpe in the model folder). What `rfa-run --prompt` and the viewer use.
 #pragma once
 
+#include "rfa/export.h"
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,7 +15,7 @@ namespace rfa {
 
 struct Model;
 
-class Tokenizer {
+class RFA_API Tokenizer {
  public:
   virtual ~Tokenizer() = default;
   // Text (UTF-8 or any bytes) -> token ids.
@@ -25,15 +27,15 @@ class Tokenizer {
 };
 
 // ids = bytes 0..255.
-std::unique_ptr<Tokenizer> make_byte_tokenizer();
+RFA_API std::unique_ptr<Tokenizer> make_byte_tokenizer();
 
 // GPT-2 BPE from the contents of encoder.json and vocab.bpe; `label` names them in messages.
-Result<std::unique_ptr<Tokenizer>> make_gpt2_tokenizer(std::string_view encoder_json, std::string_view vocab_bpe,
+RFA_API Result<std::unique_ptr<Tokenizer>> make_gpt2_tokenizer(std::string_view encoder_json, std::string_view vocab_bpe,
                                                        const std::string& label = "gpt2 tokenizer");
 
 // The tokenizer a loaded language model names (ModelInfo::tokenizer): "bytes", or "gpt2" reading
 // encoder.json and vocab.bpe from the model's folder. Every id it can produce is < the model's
 // vocabulary. A model_error names the missing or malformed file; not a language model: invalid_argument.
-Result<std::unique_ptr<Tokenizer>> load_tokenizer(const Model& model);
+RFA_API Result<std::unique_ptr<Tokenizer>> load_tokenizer(const Model& model);
 
 }  // namespace rfa

@@ -1,4 +1,5 @@
 #include "gpu/capabilities.hpp"
+#include "gpu/vk_loader.hpp"
 
 #include <cstring>
 #include <vector>
@@ -34,6 +35,7 @@ int device_type_rank(VkPhysicalDeviceType t) {
 }
 
 bool instance_has_layer(const char* name) {
+  if (!load_vulkan().ok()) return false;  // no loader: no layer
   uint32_t n = 0;
   vkEnumerateInstanceLayerProperties(&n, nullptr);
   std::vector<VkLayerProperties> layers(n);
@@ -44,6 +46,7 @@ bool instance_has_layer(const char* name) {
 }
 
 bool instance_has_extension(const char* name) {
+  if (!load_vulkan().ok()) return false;
   uint32_t n = 0;
   vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> exts(n);
@@ -54,6 +57,8 @@ bool instance_has_extension(const char* name) {
 }
 
 bool device_has_extension(VkPhysicalDevice phys, const char* name) {
+  // An app may ask about its own device before the runtime has an instance of its own.
+  if (!load_vulkan_functions(VK_NULL_HANDLE).ok()) return false;
   uint32_t n = 0;
   vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> exts(n);

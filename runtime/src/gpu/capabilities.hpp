@@ -2,7 +2,7 @@
 // Kernel variants are chosen from this struct and the problem shape, never from ad-hoc queries.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "gpu/vk.hpp"
 
 #include <cstdint>
 #include <string>

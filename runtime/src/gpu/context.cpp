@@ -11,6 +11,7 @@
 #include "gpu/memory.hpp"
 #include "gpu/pipeline.hpp"
 #include "gpu/vk_check.hpp"
+#include "gpu/vk_loader.hpp"
 
 namespace rfa::gpu {
 namespace {
@@ -160,10 +161,15 @@ Result<int> select_device(VkInstance inst, const std::vector<VkPhysicalDevice>& 
 }  // namespace
 
 Result<std::vector<DeviceInfo>> list_devices_impl() {
+  RFA_TRY(load_vulkan());
   bool portability = false;
   VkInstance inst = VK_NULL_HANDLE;
   Status s = create_instance(false, &portability, &inst);
   if (!s.ok()) return s;
+  if (Status f = load_vulkan_functions(inst); !f.ok()) {
+    vkDestroyInstance(inst, nullptr);
+    return f;
+  }
   std::vector<DeviceInfo> out;
   auto devs = physical_devices(inst);
   for (size_t i = 0; i < devs.size(); ++i) out.push_back(describe(inst, devs[i], (int)i));
@@ -186,8 +192,10 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   ctx->on_message_ = options.on_message;
   bool validation = options.validation < 0 ? env_flag("RFA_VALIDATION") : options.validation > 0;
 
+  RFA_TRY(load_vulkan());
   bool portability = false;
   RFA_TRY(create_instance(validation, &portability, &ctx->instance_));
+  RFA_TRY(load_vulkan_functions(ctx->instance_));
 
   if (validation) {
     auto create_messenger = (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
@@ -265,6 +273,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
 Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const ContextOptions& options) {
   if (!a.instance || !a.physical_device || !a.device || !a.queue)
     return Status(Code::invalid_argument, "adopt: instance, physical_device, device and queue must all be set");
+  // The app's own loader when it names one (AdoptedDevice::get_instance_proc_addr), else the system's.
+  RFA_TRY(load_vulkan(a.get_instance_proc_addr));
+  RFA_TRY(load_vulkan_functions(a.instance));
   std::unique_ptr<Context> ctx(new Context());
   ctx->owns_ = false;
   ctx->on_message_ = options.on_message;

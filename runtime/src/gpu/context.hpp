@@ -3,7 +3,7 @@
 // sessions on one context, from two threads) never share anything mutable without a lock.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "gpu/vk.hpp"
 
 #include <atomic>
 #include <functional>

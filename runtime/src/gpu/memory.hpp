@@ -3,7 +3,7 @@
 // VkBuffer and allocation costs no driver call once a block exists. A budget caps the total.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "gpu/vk.hpp"
 
 #include <cstdint>
 #include <map>

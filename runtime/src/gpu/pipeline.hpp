@@ -4,7 +4,7 @@
 // the caller names its push struct, whose size must equal the block's.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "gpu/vk.hpp"
 
 #include <cstdint>
 #include <cstring>

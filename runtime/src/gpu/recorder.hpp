@@ -12,7 +12,7 @@
 // writes visible to the host.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "gpu/vk.hpp"
 
 #include <cstdint>
 #include <initializer_list>

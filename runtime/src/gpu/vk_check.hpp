@@ -1,7 +1,7 @@
 // Turning a failed Vulkan call into an rfa::Status that names the call, file and line.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "gpu/vk.hpp"
 
 #include <string>
 

@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <filesystem>
 #include <set>
-
-#include <sys/stat.h>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -322,12 +322,16 @@ Result<SafetensorsFile> SafetensorsFile::from_memory(std::vector<uint8_t> bytes,
 }
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::string& path, const SafetensorsLimits& limits) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return make_error(Code::io_error, path + ": cannot open: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return make_error(Code::io_error, path + ": not a regular file");
-  uint64_t file_size = (uint64_t)st.st_size;
-  std::FILE* fp = std::fopen(path.c_str(), "rb");
+  // std::filesystem: 64-bit sizes and UTF-8 paths on every platform.
+  std::error_code ec;
+  const std::filesystem::path native = path_from_utf8(path);
+  const auto status = std::filesystem::status(native, ec);
+  if (ec || !std::filesystem::exists(status))
+    return make_error(Code::io_error, path + ": cannot open: " + (ec ? ec.message() : std::strerror(ENOENT)));
+  if (!std::filesystem::is_regular_file(status)) return make_error(Code::io_error, path + ": not a regular file");
+  const uint64_t file_size = (uint64_t)std::filesystem::file_size(native, ec);
+  if (ec) return make_error(Code::io_error, path + ": cannot tell size: " + ec.message());
+  std::FILE* fp = open_file(path, "rb");
   if (!fp) return make_error(Code::io_error, path + ": cannot open: " + std::strerror(errno));
   struct Closer {
     std::FILE* f;
@@ -361,14 +365,14 @@ Status SafetensorsFile::read_raw(const TensorEntry& e, std::vector<uint8_t>& out
     out.assign(mem_.begin() + (ptrdiff_t)(data_start_ + e.begin), mem_.begin() + (ptrdiff_t)(data_start_ + e.end));
     return Status::Ok();
   }
-  std::FILE* fp = std::fopen(path_.c_str(), "rb");
+  std::FILE* fp = open_file(path_, "rb");
   if (!fp) return make_error(Code::io_error, path_ + ": cannot reopen: " + std::strerror(errno));
   struct Closer {
     std::FILE* f;
     ~Closer() { std::fclose(f); }
   } closer{fp};
   out.resize((size_t)n);
-  if (::fseeko(fp, (off_t)(data_start_ + e.begin), SEEK_SET) != 0)
+  if (seek_file(fp, data_start_ + e.begin) != 0)
     return make_error(Code::io_error, path_ + ": tensor '" + e.name + "': cannot seek");
   if (n > 0 && std::fread(out.data(), 1, (size_t)n, fp) != (size_t)n)
     return make_error(Code::io_error, path_ + ": tensor '" + e.name + "': short read (file changed?)");

@@ -16,7 +16,7 @@
 
 namespace rfa {
 
-struct Heatmap::Impl {
+struct RFA_HIDDEN Heatmap::Impl {
   gpu::Context* g = nullptr;
   int width = 0, height = 0;
   VkImage image = VK_NULL_HANDLE;

@@ -90,7 +90,7 @@ struct TimeRing {
 
 }  // namespace session_detail
 
-struct Session::Impl {
+struct RFA_HIDDEN Session::Impl {
   Context* ctx = nullptr;
   gpu::Context* g = nullptr;
   std::shared_ptr<const Model> model;

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Windows x86-64: cross-builds RFA-VK with MinGW-w64 into build-windows/ (rfa.dll with its import
+# library librfa.dll.a, the static librfa.a, rfa-run.exe, rfa-bench.exe, rfa-make-model.exe, the
+# examples' programs and every test) and runs the test suite under Wine, inside Xvfb (Wine's Vulkan
+# needs an X display), on the host's lavapipe through Wine's vulkan-1.dll. docs/install.md says what
+# runs and what does not.
+#   scripts/test-windows.sh                  the whole suite
+#   scripts/test-windows.sh -R 'context|c_api'   a subset: the arguments go to ctest (-R, -E, -j ...)
+# Wine exposes no Vulkan validation layer, so the suites run without one (RFA_TEST_VALIDATION=OFF)
+# and say so; the cases that need a layer skip that part with a message.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh windows
+root=$(pwd)
+launcher=()
+if command -v ccache > /dev/null; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B build-windows -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/x86_64-w64-mingw32.cmake" \
+  -DCMAKE_CROSSCOMPILING_EMULATOR="$root/scripts/wine-run.sh" \
+  -DRFA_BUILD_VIEWER=OFF -DRFA_TEST_VALIDATION=OFF "${launcher[@]}" > build-windows.log 2>&1 ||
+  { cat build-windows.log; exit 1; }
+cmake --build build-windows -j"$(nproc)" >> build-windows.log 2>&1 || { tail -60 build-windows.log; exit 1; }
+
+# A Wine prefix of the build's own (created on first use, ~30 s), kept between runs.
+export WINEPREFIX="${WINEPREFIX:-$root/build-windows/wineprefix}"
+export WINEDEBUG="${WINEDEBUG:--all}"
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+# One X display for the whole run; one wineserver kept alive across the tests (-p), so that each
+# test does not pay Wine's start-up; shut down (-k: this prefix's server only) at the end.
+xvfb-run -a bash -c '
+  set -e
+  [ -f "$WINEPREFIX/system.reg" ] || wineboot --init > /dev/null 2>&1
+  wineserver -p
+  rc=0
+  (cd build-windows && ctest --output-on-failure "$@") || rc=$?
+  wineserver -k || true
+  exit $rc' _ "$@"
