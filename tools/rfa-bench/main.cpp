@@ -2,6 +2,7 @@
 // (fused RFA attention vs the runtime's own scaled-dot-product attention).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ std::unique_ptr<Context> open_context(const std::vector<std::string>& args) {
   ContextOptions opts;
   opts.device = option(args, "--device", "");
   opts.kernels = kernel_options_from_environment();
+  opts.device_profile = option(args, "--device-profile", "");  // docs/device-profiles.md
+  if (opts.device_profile.empty())
+    if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) opts.device_profile = p;
   auto ctx = Context::create(opts);
   if (!ctx) {
     std::fprintf(stderr, "rfa-bench: %s\n", ctx.status().to_string().c_str());
