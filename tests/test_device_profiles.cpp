@@ -58,7 +58,9 @@ std::unique_ptr<Context> make_context(const std::string& profile, uint64_t range
   o.device_profile = profile;
   o.max_storage_buffer_range = range;
   o.on_message = [](MessageSeverity sev, const char* msg) {
-    if (sev >= MessageSeverity::warning) ADD_FAIL_CHECK(std::string("Vulkan validation message: ") + msg);
+    if (sev < MessageSeverity::warning) return;
+    const std::string text = std::string("Vulkan validation message: ") + msg;
+    ADD_FAIL_CHECK_AT(__FILE__, __LINE__, text);
   };
   auto c = Context::create(o);
   REQUIRE_MESSAGE(c.ok(), c.status().to_string());
@@ -255,18 +257,33 @@ TEST_CASE("rfa-run --device-profile: list names every profile, an unknown name i
   REQUIRE(std::system(("RFA_DEVICE_PROFILE=intel-uhd-620 " + bin("rfa-run") + " --self-check > " + out + " 2>&1").c_str()) == 0);
 }
 
-TEST_CASE("maxStorageBufferRange on the real device: caches beyond it are refused naming it") {
+TEST_CASE("maxStorageBufferRange on the real device, no profile: rfa-run refuses caches beyond it with exit 5") {
+  // tiny-char-lm's query cache holds 512 bytes per position: 600000 positions need 293 MiB in one
+  // descriptor, more than any device's range we run on (lavapipe: 128 MiB; desktop GPUs: 4 GiB - 1
+  // would take 8.4 million positions, so the test reads the device's own limit first).
+  const uint64_t range = test::gpu().caps().max_storage_buffer_range;
+  const uint64_t positions = range / 512 + 100000;
+  std::string err;
+  const int rc = run("--model " + test::source_dir() + "/models/tiny-char-lm --prompt \"The \" --max-context " +
+                         std::to_string(positions), &err);
+  INFO("rfa-run said: " << err);
+  CHECK(rc == 5);
+  CHECK(err.find("maxStorageBufferRange") != std::string::npos);
+  CHECK(err.find("cache") != std::string::npos);
+}
+
+TEST_CASE("maxStorageBufferRange lowered by ContextOptions: caches beyond it are refused naming it") {
   auto m = load_model_dir(test::source_dir() + "/models/spiral-filter");
   REQUIRE(m.ok());
   const ModelInfo info = model_info(**m);
-  const uint64_t range = 64 << 10;  // 64 KiB per descriptor: lavapipe's own is 2^32 - 1
-  // A 4096-position cache does not fit in one descriptor's range: refused when the session is
+  const uint64_t range = 1 << 20;  // 1 MiB per descriptor: lavapipe's own is 128 MiB
+  // A 65536-position cache does not fit in one descriptor's range: refused when the session is
   // created (rfa-run: exit 5), the limit named.
   {
     auto ctx = make_context("", range);
     CHECK(ctx->impl().caps().max_storage_buffer_range == range);
     SessionOptions so;
-    so.max_context = 4096;
+    so.max_context = 65536;
     so.window = -1;
     auto s = Session::create(*ctx, *m, so);
     REQUIRE(!s.ok());

@@ -83,6 +83,7 @@ std::string Context::capabilities_summary() const {
   const gpu::Capabilities& c = impl_->caps();
   std::ostringstream o;
   o << "device: " << c.device_name << " (" << c.type_name() << "), Vulkan " << c.api_string() << "\n"
+    << (c.profile.empty() ? std::string() : "device profile: " + c.profile + " (the limits below are the intersection)\n")
     << "driver: " << c.driver_name << (c.driver_info.empty() ? "" : " " + c.driver_info) << "\n"
     << "subgroup size: " << c.subgroup_size << (c.subgroup_arithmetic() ? " (arithmetic)" : "") << "\n"
     << "shared memory: " << c.max_shared_memory << " bytes, workgroup invocations: " << c.max_workgroup_invocations << "\n"
