@@ -162,6 +162,10 @@ TEST_CASE("the footprint reader: workgroup sizes and shared memory as specialize
     if (!b) continue;  // a shader this build leaves out (cooperative matrices without glslang support)
     auto fp = gpu::shader_footprint(b->words, b->count, name.c_str(), {});
     CHECK_MESSAGE(fp.ok(), fp.status().to_string());
+    // Every push block fits the 128 bytes every Vulkan device allows: no kernel is refused for it.
+    auto iface = gpu::reflect_shader(b->words, b->count, name.c_str());
+    REQUIRE(iface.ok());
+    CHECK(iface->push_bytes <= 128);
   }
 }
 

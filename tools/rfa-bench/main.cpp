@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
       "       rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]\n"
       "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n"
       "       rfa-bench diagnostics --synthetic [--seed S] [--examples 256] [--alphas 0.1,...,10] [--json]\n"
-      "       rfa-bench diagnostics [--model DIR] [--window 64,128,256,512] [--reps 5] [--json]\n";
+      "       rfa-bench diagnostics [--model DIR] [--window 64,128,256,512] [--reps 5] [--json]\n"
+      "every benchmark takes --device-profile NAME (default: RFA_DEVICE_PROFILE; docs/device-profiles.md)\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(usage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;

@@ -24,24 +24,11 @@ Status check_bindings(const Capabilities& c, const char* shader, uint32_t bindin
   return Status::Ok();
 }
 
-Status check_footprint(const Capabilities& c, const char* shader, const ShaderFootprint& f) {
+Status check_capabilities(const Capabilities& c, const char* shader, const std::vector<uint32_t>& capabilities) {
   auto refuse = [&](const std::string& what, const char* limit) {
     return Status(Code::unsupported, std::string("shader ") + shader + " " + what + " (" + limit + profile_note(c) + ")");
   };
-  for (int k = 0; k < 3; ++k)
-    if (f.local_size[k] > c.max_workgroup_size[k])
-      return refuse("has a workgroup of " + std::to_string(f.local_size[k]) + " in dimension " + std::to_string(k) +
-                        "; the device allows " + std::to_string(c.max_workgroup_size[k]),
-                    "maxComputeWorkGroupSize");
-  if (f.invocations() > c.max_workgroup_invocations)
-    return refuse("has " + std::to_string(f.invocations()) + " invocations per workgroup; the device allows " +
-                      std::to_string(c.max_workgroup_invocations),
-                  "maxComputeWorkGroupInvocations");
-  if (f.shared_bytes > c.max_shared_memory)
-    return refuse("needs " + std::to_string(f.shared_bytes) + " bytes of shared memory; the device allows " +
-                      std::to_string(c.max_shared_memory),
-                  "maxComputeSharedMemorySize");
-  for (uint32_t cap : f.capabilities) {
+  for (uint32_t cap : capabilities) {
     const char* missing = nullptr;
     switch (cap) {
       case spv_cap::Float16: if (!c.shader_float16) missing = "shaderFloat16"; break;
@@ -69,6 +56,26 @@ Status check_footprint(const Capabilities& c, const char* shader, const ShaderFo
   return Status::Ok();
 }
 
+Status check_footprint(const Capabilities& c, const char* shader, const ShaderFootprint& f) {
+  auto refuse = [&](const std::string& what, const char* limit) {
+    return Status(Code::unsupported, std::string("shader ") + shader + " " + what + " (" + limit + profile_note(c) + ")");
+  };
+  for (int k = 0; k < 3; ++k)
+    if (f.local_size[k] > c.max_workgroup_size[k])
+      return refuse("has a workgroup of " + std::to_string(f.local_size[k]) + " in dimension " + std::to_string(k) +
+                        "; the device allows " + std::to_string(c.max_workgroup_size[k]),
+                    "maxComputeWorkGroupSize");
+  if (f.invocations() > c.max_workgroup_invocations)
+    return refuse("has " + std::to_string(f.invocations()) + " invocations per workgroup; the device allows " +
+                      std::to_string(c.max_workgroup_invocations),
+                  "maxComputeWorkGroupInvocations");
+  if (f.shared_bytes > c.max_shared_memory)
+    return refuse("needs " + std::to_string(f.shared_bytes) + " bytes of shared memory; the device allows " +
+                      std::to_string(c.max_shared_memory),
+                  "maxComputeSharedMemorySize");
+  return check_capabilities(c, shader, f.capabilities);
+}
+
 Status check_shader_interface(const Capabilities& c, const char* shader) {
   const ShaderBinary* bin = find_shader(shader);
   if (!bin) return Status(Code::unsupported, std::string("no compiled shader named '") + shader + "' in this build");
@@ -79,7 +86,12 @@ Status check_shader_interface(const Capabilities& c, const char* shader) {
                                          " bytes of push constants; the device allows " +
                                          std::to_string(c.max_push_constants) + " (maxPushConstantsSize" +
                                          profile_note(c) + ")");
-  return check_bindings(c, shader, iface->bindings);
+  RFA_TRY(check_bindings(c, shader, iface->bindings));
+  // The SPIR-V capabilities do not depend on specialization (workgroup size and shared memory do,
+  // and are checked when the pipeline is created).
+  auto fp = shader_footprint(bin->words, bin->count, shader, {});
+  if (!fp) return fp.status();
+  return check_capabilities(c, shader, fp->capabilities);
 }
 
 PipelineCache::PipelineCache(Context& ctx) : ctx_(ctx) {

@@ -29,8 +29,10 @@ struct Capabilities;
 // or feature. Public so a session can check the kernels it will use when it is created.
 Status check_bindings(const Capabilities& c, const char* shader, uint32_t bindings);
 Status check_footprint(const Capabilities& c, const char* shader, const ShaderFootprint& f);
+Status check_capabilities(const Capabilities& c, const char* shader, const std::vector<uint32_t>& capabilities);
 std::string profile_note(const Capabilities& c);  // ", device profile NAME" or ""
-// The checks that do not depend on specialization (bindings, push constant bytes), for a shader by
+// The checks that do not depend on specialization (bindings, push constant bytes, SPIR-V
+// capabilities), for a shader by
 // name: what a session runs at creation over the kernels it will use, so that a device that cannot
 // bind them refuses the session instead of its first step.
 Status check_shader_interface(const Capabilities& c, const char* shader);
