@@ -54,6 +54,8 @@ rfa::Context& context(const KernelOptions& kernels) {
   ContextOptions o;
   o.validation = validation_option();  // tests run under the Khronos validation layer wherever there is one
   o.kernels = kernels;
+  // CTest's per-profile variants (tests/CMakeLists.txt) run a suite under a device profile.
+  if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) o.device_profile = p;
   o.on_message = [](MessageSeverity sev, const char* msg) {
     if (sev < MessageSeverity::warning) return;
     g_messages.fetch_add(1);

@@ -150,6 +150,7 @@ int main(int argc, char** argv) {
   rfa::AdoptedDevice ad{vk.instance, vk.phys, vk.device, vk.queue, vk.family, vk.device_extensions};
   rfa::ContextOptions co;
   co.kernels = rfa::kernel_options_from_environment();
+  if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) co.device_profile = p;  // docs/device-profiles.md
   co.validation = 0;  // the instance is ours; our messenger already counts every message
   auto ctx = rfa::Context::adopt(ad, co);
   if (!ctx) {

@@ -47,6 +47,11 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
   app.pApplicationName = "rfa-viewer";
   app.apiVersion = VK_API_VERSION_1_1;
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  // MoltenVK is only enumerated to an instance with portability enumeration (docs/device-profiles.md).
+  if (rfa::instance_has_extension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+    exts.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+    ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+  }
   ci.pApplicationInfo = &app;
   ci.enabledLayerCount = (uint32_t)layers.size();
   ci.ppEnabledLayerNames = layers.data();

@@ -2,6 +2,7 @@
 // (fused RFA attention vs the runtime's own scaled-dot-product attention).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ std::unique_ptr<Context> open_context(const std::vector<std::string>& args) {
   ContextOptions opts;
   opts.device = option(args, "--device", "");
   opts.kernels = kernel_options_from_environment();
+  opts.device_profile = option(args, "--device-profile", "");  // docs/device-profiles.md
+  if (opts.device_profile.empty())
+    if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) opts.device_profile = p;
   auto ctx = Context::create(opts);
   if (!ctx) {
     std::fprintf(stderr, "rfa-bench: %s\n", ctx.status().to_string().c_str());
@@ -55,7 +59,8 @@ int main(int argc, char** argv) {
       "       rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]\n"
       "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n"
       "       rfa-bench diagnostics --synthetic [--seed S] [--examples 256] [--alphas 0.1,...,10] [--json]\n"
-      "       rfa-bench diagnostics [--model DIR] [--window 64,128,256,512] [--reps 5] [--json]\n";
+      "       rfa-bench diagnostics [--model DIR] [--window 64,128,256,512] [--reps 5] [--json]\n"
+      "every benchmark takes --device-profile NAME (default: RFA_DEVICE_PROFILE; docs/device-profiles.md)\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(usage, args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;

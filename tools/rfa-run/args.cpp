@@ -21,6 +21,8 @@ const char* kUsage =
     "  --self-check              run a Linear op on the device against the CPU and exit\n"
     "  --model DIR               model folder (config.json + model.safetensors); default: the bundled spiral-filter\n"
     "  --device SEL              device index or name substring (default: RFA_DEVICE, else the best device)\n"
+    "  --device-profile NAME     keep to the limits of a device profile on top of the real device's\n"
+    "                            (default: RFA_DEVICE_PROFILE); 'list' names them (docs/device-profiles.md)\n"
     "  --summary                 print the per-layer, per-head physical parameters and regimes\n"
     "input (one of; with none, the default model runs its streaming demo):\n"
     "  --prompt TEXT             text for language models\n"
@@ -74,6 +76,7 @@ bool parse_int(const std::string& s, long long lo, long long hi, long long* out)
 
 int parse(int argc, char** argv, Args& a) {
   const std::map<std::string, std::string*> str = {{"--model", &a.model},       {"--device", &a.device},
+                                                   {"--device-profile", &a.device_profile},
                                                    {"--prompt", &a.prompt},     {"--tokens", &a.tokens},
                                                    {"--signal", &a.signal},     {"--timestamps", &a.timestamps},
                                                    {"--dump", &a.dump},         {"--dump-attention", &a.dump_attention},

@@ -11,7 +11,7 @@
 namespace rfa::cli {
 
 struct Args {
-  std::string model, device, prompt, tokens, signal, timestamps, dump, dump_attention;
+  std::string model, device, device_profile, prompt, tokens, signal, timestamps, dump, dump_attention;
   bool list_devices = false, version = false, self_check = false, json = false, stream = false, cpu = false,
        summary = false;
   int generate = 0, max_context = 0;

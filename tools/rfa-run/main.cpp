@@ -195,6 +195,10 @@ int need_context(const Args& a) {
   ContextOptions copts;
   copts.device = a.device;
   copts.kernels = kernel_options_from_environment();
+  // The library never reads the environment for a profile: the program passes it in.
+  copts.device_profile = a.device_profile;
+  if (copts.device_profile.empty())
+    if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) copts.device_profile = p;
   auto c = Context::create(copts);
   if (!c) return fail(c.status());
   g_ctx = c.take();
@@ -593,6 +597,12 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (a.list_devices) return print_devices(a.json);
+  if (a.device_profile == "list") {
+    for (const DeviceProfileInfo& p : device_profiles())
+      std::printf("%-22s %s\n%-22s   from Vulkan-Profiles %s\n", p.name.c_str(), p.description.c_str(), "",
+                  p.source.c_str());
+    return 0;
+  }
   if (a.self_check) {
     if (int rc = need_context(a); rc != kGoOn) return rc;
     return run_self_check(*g_ctx, a.json);

@@ -57,6 +57,15 @@ struct KernelOptions {
 // The overrides named by the RFA_* environment variables above (defaults where unset).
 RFA_API KernelOptions kernel_options_from_environment();
 
+// Device profiles (docs/device-profiles.md): the limits and features of a device the runtime is not
+// running on, from the Khronos Vulkan-Profiles repository, applied on top of the real device's.
+struct DeviceProfileInfo {
+  std::string name;         // "android-baseline-2022", "vulkan-minimum", "apple-m1-moltenvk", ...
+  std::string description;  // the device or profile, in one line
+  std::string source;       // the Vulkan-Profiles file the values come from
+};
+std::vector<DeviceProfileInfo> device_profiles();
+
 struct ContextOptions {
   // Device choice: "" picks discrete > integrated > virtual > cpu; else an index ("1") or a
   // case-insensitive name substring ("llvmpipe"). When empty, the RFA_DEVICE variable is used.
@@ -70,6 +79,15 @@ struct ContextOptions {
   // GPU timestamps around every dispatch when the device supports them.
   bool timestamps = true;
   KernelOptions kernels;
+  // A device profile's name (device_profiles()): the runtime then sees the intersection of the
+  // real device's limits and features with the profile's, and every kernel choice, pipeline and
+  // buffer size keeps to it. "" none. An unknown name fails Context::create (invalid_argument,
+  // listing the names). The library never reads RFA_DEVICE_PROFILE; the programs and tests pass
+  // it in here.
+  std::string device_profile;
+  // Lowers maxStorageBufferRange further (0: the device's, after the profile): to run the
+  // paths that split or refuse a buffer larger than one descriptor may cover on any device.
+  uint64_t max_storage_buffer_range = 0;
 };
 
 // An app's own Vulkan objects. The runtime records into `queue` (externally synchronized through

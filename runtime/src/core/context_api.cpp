@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "gpu/context.hpp"
+#include "gpu/device_profiles.hpp"
 #include "gpu/memory.hpp"
 #include "ops/rfa_attention.hpp"
 #include "rfa/context.hpp"
@@ -17,6 +18,12 @@ Result<std::vector<DeviceInfo>> list_devices_impl();
 const char* version() { return RFA_VERSION_STRING; }
 
 Result<std::vector<DeviceInfo>> list_devices() { return gpu::list_devices_impl(); }
+
+std::vector<DeviceProfileInfo> device_profiles() {
+  std::vector<DeviceProfileInfo> out;
+  for (const gpu::DeviceProfile& p : gpu::device_profiles()) out.push_back({p.name, p.description, p.source});
+  return out;
+}
 
 KernelOptions kernel_options_from_environment() {
   KernelOptions k;
@@ -76,9 +83,15 @@ std::string Context::capabilities_summary() const {
   const gpu::Capabilities& c = impl_->caps();
   std::ostringstream o;
   o << "device: " << c.device_name << " (" << c.type_name() << "), Vulkan " << c.api_string() << "\n"
+    << (c.profile.empty() ? std::string() : "device profile: " + c.profile + " (the limits below are the intersection)\n")
     << "driver: " << c.driver_name << (c.driver_info.empty() ? "" : " " + c.driver_info) << "\n"
     << "subgroup size: " << c.subgroup_size << (c.subgroup_arithmetic() ? " (arithmetic)" : "") << "\n"
     << "shared memory: " << c.max_shared_memory << " bytes, workgroup invocations: " << c.max_workgroup_invocations << "\n"
+    << "storage buffers: " << c.max_storage_buffers_per_stage << " per stage, " << c.max_storage_buffers_per_set
+    << " per set, range " << c.max_storage_buffer_range << " bytes; push constants: " << c.max_push_constants
+    << " bytes\n"
+    << "float64: " << (c.shader_float64 ? "yes" : "no") << ", int64: " << (c.shader_int64 ? "yes" : "no")
+    << ", portability subset: " << (c.portability_subset ? "yes" : "no") << "\n"
     << "16-bit storage: " << (c.storage_16bit ? "yes" : "no") << ", float16: " << (c.shader_float16 ? "yes" : "no")
     << ", push descriptors: " << (c.push_descriptors ? "yes" : "no")
     << ", cooperative matrices (NV, 16x16x16 fp16): " << (c.coopmat_nv ? "yes" : "no") << "\n"

@@ -136,6 +136,8 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
     c.max_workgroup_count[i] = l.maxComputeWorkGroupCount[i];
   }
   c.max_push_constants = l.maxPushConstantsSize;
+  c.max_storage_buffers_per_stage = l.maxPerStageDescriptorStorageBuffers;
+  c.max_storage_buffers_per_set = l.maxDescriptorSetStorageBuffers;
   c.max_storage_buffer_range = l.maxStorageBufferRange;
   c.storage_buffer_alignment = l.minStorageBufferOffsetAlignment;
   c.non_coherent_atom = l.nonCoherentAtomSize;
@@ -152,6 +154,8 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
   c.storage_16bit = f16storage.storageBuffer16BitAccess;
   c.shader_float16 = f16storage.pNext ? f16arith.shaderFloat16 : false;
   c.shader_float64 = feats.features.shaderFloat64;
+  c.shader_int64 = feats.features.shaderInt64;
+  c.portability_subset = device_has_extension(phys, "VK_KHR_portability_subset");
   c.push_descriptors = device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   c.coopmat_nv = c.shader_float16 && probe_coopmat_nv(instance, phys);
 

@@ -35,6 +35,8 @@ struct Capabilities {
   uint32_t max_workgroup_size[3] = {128, 1, 1};
   uint32_t max_workgroup_count[3] = {65535, 65535, 65535};
   uint32_t max_push_constants = 128;
+  uint32_t max_storage_buffers_per_stage = 4;  // maxPerStageDescriptorStorageBuffers
+  uint32_t max_storage_buffers_per_set = 24;   // maxDescriptorSetStorageBuffers
   uint64_t max_storage_buffer_range = 1u << 27;
   uint64_t storage_buffer_alignment = 256;  // minStorageBufferOffsetAlignment
   uint64_t non_coherent_atom = 256;
@@ -42,6 +44,7 @@ struct Capabilities {
   bool storage_16bit = false;   // storageBuffer16BitAccess
   bool shader_float16 = false;  // shaderFloat16 (VK_KHR_shader_float16_int8 / 1.2)
   bool shader_float64 = false;
+  bool shader_int64 = false;
   bool push_descriptors = false;  // VK_KHR_push_descriptor
   // VK_NV_cooperative_matrix in compute shaders with a subgroup-scope 16 x 16 x 16 shape of fp16
   // A/B and fp32 C/D (what the attention tile's *_tile_cm kernels use), and shaderFloat16.
@@ -50,6 +53,12 @@ struct Capabilities {
   bool timestamps = false;        // timestampComputeAndGraphics and valid bits on the compute queue
   double timestamp_period_ns = 1.0;
   uint32_t timestamp_valid_bits = 0;
+
+  // VK_KHR_portability_subset is exposed (MoltenVK and other layered drivers): the spec requires
+  // enabling it, and the device may lack features a conformant one has (docs/device-profiles.md).
+  bool portability_subset = false;
+  // The device profile applied on top of the probed values ("" none): gpu/device_profiles.hpp.
+  std::string profile;
 
   std::vector<MemoryHeapInfo> heaps;
   std::vector<MemoryTypeInfo> memory_types;

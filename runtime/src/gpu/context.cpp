@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/device_profiles.hpp"
 #include "gpu/memory.hpp"
 #include "gpu/pipeline.hpp"
 #include "gpu/vk_check.hpp"
@@ -158,6 +159,21 @@ Result<int> select_device(VkInstance inst, const std::vector<VkPhysicalDevice>& 
   return best;
 }
 
+// The profile named in the options, intersected into the probed capabilities (before the device is
+// created, so a feature the profile lacks is not enabled either), and the range override.
+Status apply_options_limits(Capabilities& caps, const ContextOptions& options) {
+  if (!options.device_profile.empty()) {
+    const DeviceProfile* p = find_device_profile(options.device_profile);
+    if (!p)
+      return Status(Code::invalid_argument, "unknown device profile '" + options.device_profile +
+                                                "'; the profiles are: " + device_profile_list());
+    apply_device_profile(caps, *p);
+  }
+  if (options.max_storage_buffer_range)
+    caps.max_storage_buffer_range = std::min(caps.max_storage_buffer_range, options.max_storage_buffer_range);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::vector<DeviceInfo>> list_devices_impl() {
@@ -223,6 +239,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   // Pooled descriptor sets on request: GPU-assisted validation of the Khronos layer 1.3.239 tracks
   // only pooled descriptors (it reports push descriptors "uninitialized").
   caps.push_descriptors = caps.push_descriptors && options.kernels.push_descriptors;
+  RFA_TRY(apply_options_limits(caps, options));
 
   std::vector<const char*> exts;
   if (caps.push_descriptors) exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
@@ -300,6 +317,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
   ctx->caps_.shader_float64 = false;  // likewise
   ctx->caps_.shader_float16 = false;  // likewise
   ctx->caps_.coopmat_nv = false;      // likewise
+  RFA_TRY(apply_options_limits(ctx->caps_, options));
   RFA_TRY(ctx->init_common(options));
   return ctx;
 }

@@ -6,6 +6,94 @@
 
 namespace rfa::gpu {
 
+std::string profile_note(const Capabilities& c) {
+  return c.profile.empty() ? std::string() : ", device profile " + c.profile;
+}
+
+Status check_bindings(const Capabilities& c, const char* shader, uint32_t bindings) {
+  if (bindings > c.max_storage_buffers_per_stage)
+    return Status(Code::unsupported, std::string("shader ") + shader + " binds " + std::to_string(bindings) +
+                                         " storage buffers; the device allows " +
+                                         std::to_string(c.max_storage_buffers_per_stage) +
+                                         " per stage (maxPerStageDescriptorStorageBuffers" + profile_note(c) + ")");
+  if (bindings > c.max_storage_buffers_per_set)
+    return Status(Code::unsupported, std::string("shader ") + shader + " binds " + std::to_string(bindings) +
+                                         " storage buffers; the device allows " +
+                                         std::to_string(c.max_storage_buffers_per_set) +
+                                         " per set (maxDescriptorSetStorageBuffers" + profile_note(c) + ")");
+  return Status::Ok();
+}
+
+Status check_capabilities(const Capabilities& c, const char* shader, const std::vector<uint32_t>& capabilities) {
+  auto refuse = [&](const std::string& what, const char* limit) {
+    return Status(Code::unsupported, std::string("shader ") + shader + " " + what + " (" + limit + profile_note(c) + ")");
+  };
+  for (uint32_t cap : capabilities) {
+    const char* missing = nullptr;
+    switch (cap) {
+      case spv_cap::Float16: if (!c.shader_float16) missing = "shaderFloat16"; break;
+      case spv_cap::Float64: if (!c.shader_float64) missing = "shaderFloat64"; break;
+      case spv_cap::Int64: if (!c.shader_int64) missing = "shaderInt64"; break;
+      case spv_cap::StorageBuffer16BitAccess: if (!c.storage_16bit) missing = "storageBuffer16BitAccess"; break;
+      case spv_cap::CooperativeMatrixNV: if (!c.coopmat_nv) missing = "VK_NV_cooperative_matrix"; break;
+      case spv_cap::GroupNonUniformVote: if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_VOTE_BIT)) missing = "subgroup vote"; break;
+      case spv_cap::GroupNonUniformArithmetic:
+        if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)) missing = "subgroup arithmetic";
+        break;
+      case spv_cap::GroupNonUniformBallot: if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_BALLOT_BIT)) missing = "subgroup ballot"; break;
+      case spv_cap::GroupNonUniformShuffle: if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) missing = "subgroup shuffle"; break;
+      case spv_cap::GroupNonUniformShuffleRelative:
+        if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT)) missing = "subgroup relative shuffle";
+        break;
+      case spv_cap::GroupNonUniformClustered:
+        if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_CLUSTERED_BIT)) missing = "subgroup clustered operations";
+        break;
+      case spv_cap::GroupNonUniformQuad: if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_QUAD_BIT)) missing = "subgroup quad operations"; break;
+      default: break;
+    }
+    if (missing) return refuse(std::string("uses ") + missing + ", which the device lacks", missing);
+  }
+  return Status::Ok();
+}
+
+Status check_footprint(const Capabilities& c, const char* shader, const ShaderFootprint& f) {
+  auto refuse = [&](const std::string& what, const char* limit) {
+    return Status(Code::unsupported, std::string("shader ") + shader + " " + what + " (" + limit + profile_note(c) + ")");
+  };
+  for (int k = 0; k < 3; ++k)
+    if (f.local_size[k] > c.max_workgroup_size[k])
+      return refuse("has a workgroup of " + std::to_string(f.local_size[k]) + " in dimension " + std::to_string(k) +
+                        "; the device allows " + std::to_string(c.max_workgroup_size[k]),
+                    "maxComputeWorkGroupSize");
+  if (f.invocations() > c.max_workgroup_invocations)
+    return refuse("has " + std::to_string(f.invocations()) + " invocations per workgroup; the device allows " +
+                      std::to_string(c.max_workgroup_invocations),
+                  "maxComputeWorkGroupInvocations");
+  if (f.shared_bytes > c.max_shared_memory)
+    return refuse("needs " + std::to_string(f.shared_bytes) + " bytes of shared memory; the device allows " +
+                      std::to_string(c.max_shared_memory),
+                  "maxComputeSharedMemorySize");
+  return check_capabilities(c, shader, f.capabilities);
+}
+
+Status check_shader_interface(const Capabilities& c, const char* shader) {
+  const ShaderBinary* bin = find_shader(shader);
+  if (!bin) return Status(Code::unsupported, std::string("no compiled shader named '") + shader + "' in this build");
+  auto iface = reflect_shader(bin->words, bin->count, shader);
+  if (!iface) return iface.status();
+  if (iface->push_bytes > c.max_push_constants)
+    return Status(Code::unsupported, std::string("shader ") + shader + " needs " + std::to_string(iface->push_bytes) +
+                                         " bytes of push constants; the device allows " +
+                                         std::to_string(c.max_push_constants) + " (maxPushConstantsSize" +
+                                         profile_note(c) + ")");
+  RFA_TRY(check_bindings(c, shader, iface->bindings));
+  // The SPIR-V capabilities do not depend on specialization (workgroup size and shared memory do,
+  // and are checked when the pipeline is created).
+  auto fp = shader_footprint(bin->words, bin->count, shader, {});
+  if (!fp) return fp.status();
+  return check_capabilities(c, shader, fp->capabilities);
+}
+
 PipelineCache::PipelineCache(Context& ctx) : ctx_(ctx) {
   VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   if (vkCreatePipelineCache(ctx_.device(), &ci, nullptr, &vk_cache_) != VK_SUCCESS) vk_cache_ = VK_NULL_HANDLE;
@@ -67,7 +155,17 @@ Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t pu
   if (push_bytes > ctx_.caps().max_push_constants)
     return Status(Code::unsupported, std::string("shader ") + shader + " needs " + std::to_string(push_bytes) +
                                          " bytes of push constants; the device allows " +
-                                         std::to_string(ctx_.caps().max_push_constants));
+                                         std::to_string(ctx_.caps().max_push_constants) + " (maxPushConstantsSize" +
+                                         profile_note(ctx_.caps()) + ")");
+  RFA_TRY(check_bindings(ctx_.caps(), shader, bindings));
+  // The specialized kernel against the device's limits: a chooser that picked a tile or workgroup
+  // the (profile-intersected) limits do not allow fails here, loudly, before the driver sees it.
+  {
+    const ShaderBinary* bin = find_shader(shader);
+    auto fp = shader_footprint(bin->words, bin->count, shader, spec.values());
+    if (!fp) return fp.status();
+    RFA_TRY(check_footprint(ctx_.caps(), shader, *fp));
+  }
   VkDevice dev = ctx_.device();
 
   auto p = std::make_unique<Pipeline>();

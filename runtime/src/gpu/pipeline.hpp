@@ -21,6 +21,21 @@
 namespace rfa::gpu {
 
 class Context;
+struct Capabilities;
+
+// The limit checks every pipeline passes before it is created (issue 21): storage buffers per stage
+// and per set, then the specialized workgroup size, shared memory and SPIR-V capabilities against
+// the (profile-intersected) Capabilities. Each refusal is Code::unsupported naming the Vulkan limit
+// or feature. Public so a session can check the kernels it will use when it is created.
+Status check_bindings(const Capabilities& c, const char* shader, uint32_t bindings);
+Status check_footprint(const Capabilities& c, const char* shader, const ShaderFootprint& f);
+Status check_capabilities(const Capabilities& c, const char* shader, const std::vector<uint32_t>& capabilities);
+std::string profile_note(const Capabilities& c);  // ", device profile NAME" or ""
+// The checks that do not depend on specialization (bindings, push constant bytes, SPIR-V
+// capabilities), for a shader by
+// name: what a session runs at creation over the kernels it will use, so that a device that cannot
+// bind them refuses the session instead of its first step.
+Status check_shader_interface(const Capabilities& c, const char* shader);
 
 // The specialization vector: constant_id i is the i-th value added. Ops build it in one place
 // with a comment per index, mirroring the `layout(constant_id = i)` lines of their shader.

@@ -2,10 +2,17 @@
 // many storage-buffer bindings it declares and how large its push-constant block is. Call sites
 // then never state either as a number (issue 9: the layout lives in the shader, or in a header
 // the shader shares with the host).
+//
+// And what the device's limits must allow once the shader is specialized (issue 21): the
+// workgroup size, the bytes of shared (Workgroup) memory and the SPIR-V capabilities it declares.
+// Spec constants are evaluated with the values the pipeline is created with, so a tile chosen from
+// the limits is checked as the driver will see it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "rfa/status.hpp"
 
@@ -18,5 +25,26 @@ struct ShaderInterface {
 
 // Fails on words that are not SPIR-V or on a push block member type it cannot size.
 Result<ShaderInterface> reflect_shader(const uint32_t* words, size_t count, const char* name);
+
+struct ShaderFootprint {
+  uint32_t local_size[3] = {1, 1, 1};
+  uint64_t shared_bytes = 0;           // every Workgroup variable, arrays at their specialized length
+  std::vector<uint32_t> capabilities;  // OpCapability operands (SPIR-V enumerants)
+  uint32_t invocations() const { return local_size[0] * local_size[1] * local_size[2]; }
+};
+
+// `spec[i]` is the value of constant_id i (gpu::SpecConstants); ids past its end keep the shader's
+// default. Fails on a shared array length or workgroup size it cannot evaluate (an error, never a
+// guess: the pipeline layer must know what it checks).
+Result<ShaderFootprint> shader_footprint(const uint32_t* words, size_t count, const char* name,
+                                         const std::vector<uint32_t>& spec);
+
+// SPIR-V capability enumerants the limit checks read (SPIR-V 1.6 unified, "Capability").
+namespace spv_cap {
+constexpr uint32_t Float16 = 9, Float64 = 10, Int64 = 11, Int16 = 22, StorageBuffer16BitAccess = 4433,
+                   GroupNonUniform = 61, GroupNonUniformVote = 62, GroupNonUniformArithmetic = 63,
+                   GroupNonUniformBallot = 64, GroupNonUniformShuffle = 65, GroupNonUniformShuffleRelative = 66,
+                   GroupNonUniformClustered = 67, GroupNonUniformQuad = 68, CooperativeMatrixNV = 5357;
+}
 
 }  // namespace rfa::gpu

@@ -13,6 +13,7 @@
 #include "model/model.hpp"
 #include "ops/linear.hpp"
 #include "ops/rfa_attention.hpp"
+#include "gpu/pipeline.hpp"
 #include "session/session_impl.hpp"
 
 namespace rfa {
@@ -44,9 +45,37 @@ constexpr int kWindowChunk = 256;
 
 }  // namespace
 
+// The kernels a session of this model runs, checked against the device's binding and push-constant
+// limits when the session is created: a device (or device profile) that cannot bind one refuses
+// the session with the limit named, never its first step (docs/device-profiles.md). Every linear
+// variant is listed: the chooser may take any of them for some shape.
+Status check_session_kernels(const gpu::Capabilities& caps, const Model& m, bool kv_f16, bool lag_table) {
+  std::vector<std::string> names = {"linear", "linear_gemv", "linear_direct", "ring_append"};
+  if (m.arch != Architecture::attention) names.push_back("layer_norm");
+  if (m.arch == Architecture::lm) names.insert(names.end(), {"embed", "sample"});
+  const std::string kv = kv_f16 ? "_kv16" : "";
+  for (int l = 0; l < m.num_layers(); ++l) {
+    switch (m.layer(l).params.variant) {
+      case AttentionVariant::afa: names.push_back("afa_attention" + kv); break;
+      case AttentionVariant::rt: names.push_back("rt_attention" + kv); break;
+      default:
+        names.insert(names.end(), {"rfa_attention" + kv, "rfa_rotate" + kv, "rfa_attention_reduce"});
+        if (m.layer(l).params.phase != PhaseSource::omega_t) names.push_back("rfa_phase_scan");
+        if (lag_table) names.push_back("rfa_lag_table");
+        break;
+    }
+  }
+  for (const std::string& n : names) {
+    Status s = gpu::check_shader_interface(caps, n.c_str());
+    if (!s.ok()) return Status(s.code(), "this device cannot run the model: " + s.message());
+  }
+  return Status::Ok();
+}
+
 Status Session::Impl::init() {
   const Model& m = *model;
   gpu::Context& G = *g;
+  RFA_TRY(check_session_kernels(G.caps(), m, opts.kv == KvPrecision::f16, G.kernels().attention_lag_table != 0));
   auto lin = [&](ops::LinearGpu& dst, const LinearWeights& w, const std::string& label) -> Status {
     auto r = ops::LinearGpu::create(G, w, label);
     if (!r) return r.status();

@@ -1,0 +1,318 @@
+// Device profiles and real limits (issue 21, parts 5 and 6; docs/device-profiles.md): a profile
+// intersects the device's limits, the pipeline layer refuses a kernel that exceeds them (naming the
+// limit), every zoo model under vulkan-minimum runs with the same numbers or is refused when its
+// session is created, and a session whose caches exceed maxStorageBufferRange is refused naming it
+// while a prefill whose outputs exceed it is split with the same result.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gpu/device_profiles.hpp"
+#include "gpu/pipeline.hpp"
+#include "gpu/shader_registry.hpp"
+#include "gpu/spirv_reflect.hpp"
+#include "model/npy.hpp"
+#include "rfa/session.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using namespace rfa;
+
+namespace {
+
+std::string bin(const char* name) {
+  const char* b = std::getenv("RFA_BUILD_DIR");
+  return (fs::path(b ? b : ".") / name).string();
+}
+
+// Runs rfa-run with RFA_DEVICE_PROFILE cleared (the profile, if any, goes on the command line);
+// stderr is captured in *err.
+int run(const std::string& args, std::string* err) {
+  const std::string log = test::temp_dir("profiles-log") + "/stderr.txt";
+  std::string cmd = "env -u RFA_DEVICE_PROFILE " + bin("rfa-run") + " " + args + " > /dev/null 2> " + log;
+  int rc = std::system(cmd.c_str());
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (err) *err = ss.str();
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::vector<double> load(const std::string& path) {
+  auto a = read_npy(path);
+  REQUIRE_MESSAGE(a.ok(), a.status().to_string());
+  return a->values;
+}
+
+// A context of its own under the validation layer; any message fails the test.
+std::unique_ptr<Context> make_context(const std::string& profile, uint64_t range = 0) {
+  ContextOptions o;
+  o.validation = 1;
+  o.device_profile = profile;
+  o.max_storage_buffer_range = range;
+  o.on_message = [](MessageSeverity sev, const char* msg) {
+    if (sev < MessageSeverity::warning) return;
+    const std::string text = std::string("Vulkan validation message: ") + msg;
+    ADD_FAIL_CHECK_AT(__FILE__, __LINE__, text);
+  };
+  auto c = Context::create(o);
+  REQUIRE_MESSAGE(c.ok(), c.status().to_string());
+  return c.take();
+}
+
+const char* kLimitNames[] = {"maxPerStageDescriptorStorageBuffers", "maxDescriptorSetStorageBuffers",
+                             "maxPushConstantsSize", "maxComputeSharedMemorySize", "maxComputeWorkGroupInvocations",
+                             "maxComputeWorkGroupSize", "maxStorageBufferRange"};
+
+bool names_a_limit(const std::string& s) {
+  for (const char* n : kLimitNames)
+    if (s.find(n) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("the profiles: names, the intersection, an unknown name lists them") {
+  const auto& all = gpu::device_profiles();
+  REQUIRE(all.size() >= 5);
+  for (const char* n : {"android-baseline-2022", "vulkan-minimum", "apple-m1-moltenvk", "intel-uhd-620", "intel-iris-xe"})
+    CHECK(gpu::find_device_profile(n) != nullptr);
+  CHECK(gpu::find_device_profile("no-such-profile") == nullptr);
+  CHECK(device_profiles().size() == all.size());
+
+  // The intersection keeps the smaller limit, the larger alignment, a feature only where both have it.
+  gpu::Capabilities c;
+  c.max_shared_memory = 65536;
+  c.max_workgroup_invocations = 256;
+  c.max_storage_buffers_per_stage = 1000;
+  c.max_storage_buffers_per_set = 8;
+  c.max_storage_buffer_range = 1ull << 40;
+  c.storage_buffer_alignment = 4;
+  c.max_push_constants = 256;
+  c.subgroup_size = 16;
+  c.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  c.shader_float16 = c.storage_16bit = c.shader_float64 = c.shader_int64 = c.push_descriptors = c.timestamps = true;
+  gpu::Capabilities m1 = c;
+  gpu::apply_device_profile(m1, *gpu::find_device_profile("apple-m1-moltenvk"));
+  CHECK(m1.profile == "apple-m1-moltenvk");
+  CHECK(m1.max_shared_memory == 32768);
+  CHECK(m1.max_workgroup_invocations == 256);      // the device's own, smaller
+  CHECK(m1.max_storage_buffers_per_stage == 31);
+  CHECK(m1.max_storage_buffers_per_set == 8);      // the device's own, smaller
+  CHECK(m1.max_storage_buffer_range == 4294967295ull);
+  CHECK(m1.storage_buffer_alignment == 16);        // a minimum alignment: the larger wins
+  CHECK(m1.max_push_constants == 256);
+  CHECK(m1.subgroup_size == 16);                   // how the hardware runs, not a limit
+  CHECK(!m1.shader_float64);                       // Metal has no fp64
+  CHECK(m1.shader_float16);
+  CHECK(m1.portability_subset);
+  gpu::Capabilities mn = c;
+  gpu::apply_device_profile(mn, *gpu::find_device_profile("vulkan-minimum"));
+  CHECK(mn.max_shared_memory == 16384);
+  CHECK(mn.max_workgroup_invocations == 128);
+  CHECK(mn.max_storage_buffers_per_stage == 4);
+  CHECK(mn.max_storage_buffer_range == (128ull << 20));
+  CHECK(mn.max_push_constants == 128);
+  CHECK(mn.subgroup_ops == VK_SUBGROUP_FEATURE_BASIC_BIT);
+  CHECK(!mn.shader_float16);
+  CHECK(!mn.push_descriptors);
+  CHECK(!mn.timestamps);
+  CHECK(!mn.portability_subset);
+
+  ContextOptions o;
+  o.validation = 1;
+  o.device_profile = "no-such-profile";
+  auto bad = Context::create(o);
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().code() == Code::invalid_argument);
+  for (const auto& p : all) CHECK(bad.status().message().find(p.name) != std::string::npos);
+}
+
+TEST_CASE("the footprint reader: workgroup sizes and shared memory as specialized") {
+  // linear.comp: 16 x 16 threads, two shared float tiles As, Bs [BK][TILE + 4].
+  const gpu::ShaderBinary* lin = gpu::find_shader("linear");
+  REQUIRE(lin);
+  auto f = gpu::shader_footprint(lin->words, lin->count, "linear", {});
+  REQUIRE_MESSAGE(f.ok(), f.status().to_string());
+  CHECK(f->local_size[0] == 16);
+  CHECK(f->local_size[1] == 16);
+  CHECK(f->invocations() == 256);
+  CHECK(f->shared_bytes > 0);
+  CHECK(f->shared_bytes % (2 * 4) == 0);
+  // layer_norm.comp: 64 threads, shared float red[64].
+  const gpu::ShaderBinary* ln = gpu::find_shader("layer_norm");
+  REQUIRE(ln);
+  auto g = gpu::shader_footprint(ln->words, ln->count, "layer_norm", {});
+  REQUIRE(g.ok());
+  CHECK(g->invocations() == 64);
+  CHECK(g->shared_bytes == 256);
+  // Every shader of the build is readable with its default specialization.
+  for (const auto& e : fs::directory_iterator(test::source_dir() + "/shaders")) {
+    if (e.path().extension() != ".comp") continue;
+    const std::string name = e.path().stem().string();
+    CAPTURE(name);
+    const gpu::ShaderBinary* b = gpu::find_shader(name.c_str());
+    if (!b) continue;  // a shader this build leaves out (cooperative matrices without glslang support)
+    auto fp = gpu::shader_footprint(b->words, b->count, name.c_str(), {});
+    CHECK_MESSAGE(fp.ok(), fp.status().to_string());
+    // Every push block fits the 128 bytes every Vulkan device allows: no kernel is refused for it.
+    auto iface = gpu::reflect_shader(b->words, b->count, name.c_str());
+    REQUIRE(iface.ok());
+    CHECK(iface->push_bytes <= 128);
+  }
+}
+
+TEST_CASE("the pipeline layer refuses a kernel beyond the limits, naming the limit") {
+  auto ctx = make_context("vulkan-minimum");
+  gpu::Context& g = ctx->impl();
+  CHECK(g.caps().profile == "vulkan-minimum");
+  CHECK(g.caps().max_storage_buffers_per_stage <= 4);
+  CHECK(ctx->capabilities_summary().find("device profile: vulkan-minimum") != std::string::npos);
+  // The tiled linear kernel is 256 invocations: the 128 of the minimum refuse it.
+  struct LinearPush {  // shaders/common/push_layouts.h
+    uint32_t M, N, K, has_bias;
+  };
+  auto p = g.pipelines().get<LinearPush>("linear");
+  REQUIRE(!p.ok());
+  CHECK(p.status().code() == Code::unsupported);
+  CHECK(p.status().message().find("maxComputeWorkGroupInvocations") != std::string::npos);
+  CHECK(p.status().message().find("vulkan-minimum") != std::string::npos);
+  // The fused attention kernel binds more storage buffers than the minimum's 4 per stage.
+  Status s = gpu::check_shader_interface(g.caps(), "rfa_attention");
+  REQUIRE(!s.ok());
+  CHECK(s.message().find("maxPerStageDescriptorStorageBuffers") != std::string::npos);
+  // ... which the same device without a profile binds.
+  CHECK(gpu::check_shader_interface(test::gpu().caps(), "rfa_attention").ok());
+}
+
+TEST_CASE("every zoo model under vulkan-minimum (and the Android baseline) runs with the same numbers or is refused at session creation") {
+  const std::string dir = test::temp_dir("profiles-zoo");
+  int ran = 0, refused = 0;
+  for (const auto& e : fs::directory_iterator(test::source_dir() + "/models")) {
+    if (!fs::exists(e.path() / "config.json")) continue;
+    const std::string name = e.path().filename().string();
+    CAPTURE(name);
+    auto m = load_model_dir(e.path().string());
+    REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+    const ModelInfo info = model_info(**m);
+    std::string input;
+    if (info.architecture == "lm") {
+      input = "--prompt \"The filter \"";
+    } else {
+      std::vector<float> x((size_t)24 * info.input_dim);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (float)std::sin(0.37 * (double)i);
+      const std::string sig = dir + "/" + name + "-signal.npy";
+      REQUIRE(write_npy_f32(sig, {24, info.input_dim}, x).ok());
+      input = "--signal " + sig;
+    }
+    const std::string base = dir + "/" + name + "-base";
+    std::string err;
+    REQUIRE_MESSAGE(run("--model " + e.path().string() + " " + input + " --dump " + base, &err) == 0, err);
+    // The Android baseline 2022 has the same compute limits as the Vulkan 1.1 minimum
+    // (docs/device-profiles.md): both are held to the same rule.
+    for (const std::string profile : {"vulkan-minimum", "android-baseline-2022"}) {
+      CAPTURE(profile);
+      const std::string prof = dir + "/" + name + "-" + profile;
+      const int rc = run("--model " + e.path().string() + " " + input + " --dump " + prof + " --device-profile " +
+                             profile, &err);
+      if (rc == 0) {
+        ++ran;
+        auto a = load(base + "/output.npy"), b = load(prof + "/output.npy");
+        REQUIRE(a.size() == b.size());
+        for (size_t i = 0; i < a.size(); ++i) {
+          CAPTURE(i);
+          REQUIRE(std::abs(a[i] - b[i]) <= 1e-4 + 1e-4 * std::abs(a[i]));
+        }
+      } else {
+        ++refused;
+        INFO("rfa-run said: " << err);
+        CHECK(rc == 5);
+        CHECK(names_a_limit(err));
+        CHECK(err.find(profile) != std::string::npos);
+        CHECK(err.find("cannot run the model") != std::string::npos);  // refused at session creation
+        CHECK(err.find("validation") == std::string::npos);
+        CHECK(!fs::exists(prof + "/output.npy"));
+      }
+      MESSAGE(name << " under " << profile << (rc == 0 ? ": runs, same outputs" : ": refused: " + err));
+    }
+  }
+  CHECK(ran + refused >= 8);
+}
+
+TEST_CASE("rfa-run --device-profile: list names every profile, an unknown name is a usage error") {
+  const std::string log = test::temp_dir("profiles-list") + "/out.txt";
+  REQUIRE(std::system((bin("rfa-run") + " --device-profile list > " + log).c_str()) == 0);
+  std::ifstream f(log);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  for (const auto& p : gpu::device_profiles()) CHECK(ss.str().find(p.name) != std::string::npos);
+  std::string err;
+  CHECK(run("--device-profile no-such-device --self-check", &err) == 2);
+  CHECK(err.find("android-baseline-2022") != std::string::npos);
+  // The profile travels through RFA_DEVICE_PROFILE as well.
+  const std::string out = test::temp_dir("profiles-env") + "/out.txt";
+  REQUIRE(std::system(("RFA_DEVICE_PROFILE=intel-uhd-620 " + bin("rfa-run") + " --self-check > " + out + " 2>&1").c_str()) == 0);
+}
+
+TEST_CASE("maxStorageBufferRange on the real device, no profile: rfa-run refuses caches beyond it with exit 5") {
+  // tiny-char-lm's query cache holds 512 bytes per position: 600000 positions need 293 MiB in one
+  // descriptor, more than any device's range we run on (lavapipe: 128 MiB; desktop GPUs: 4 GiB - 1
+  // would take 8.4 million positions, so the test reads the device's own limit first).
+  const uint64_t range = test::gpu().caps().max_storage_buffer_range;
+  const uint64_t positions = range / 512 + 100000;
+  std::string err;
+  const int rc = run("--model " + test::source_dir() + "/models/tiny-char-lm --prompt \"The \" --max-context " +
+                         std::to_string(positions), &err);
+  INFO("rfa-run said: " << err);
+  CHECK(rc == 5);
+  CHECK(err.find("maxStorageBufferRange") != std::string::npos);
+  CHECK(err.find("cache") != std::string::npos);
+}
+
+TEST_CASE("maxStorageBufferRange lowered by ContextOptions: caches beyond it are refused naming it") {
+  auto m = load_model_dir(test::source_dir() + "/models/spiral-filter");
+  REQUIRE(m.ok());
+  const ModelInfo info = model_info(**m);
+  const uint64_t range = 1 << 20;  // 1 MiB per descriptor: lavapipe's own is 128 MiB
+  // A 65536-position cache does not fit in one descriptor's range: refused when the session is
+  // created (rfa-run: exit 5), the limit named.
+  {
+    auto ctx = make_context("", range);
+    CHECK(ctx->impl().caps().max_storage_buffer_range == range);
+    SessionOptions so;
+    so.max_context = 65536;
+    so.window = -1;
+    auto s = Session::create(*ctx, *m, so);
+    REQUIRE(!s.ok());
+    CHECK(s.status().code() == Code::out_of_memory);
+    CHECK(s.status().message().find("maxStorageBufferRange") != std::string::npos);
+  }
+  // A session that fits runs with the numbers of the unrestricted device.
+  const int N = 40;
+  std::vector<float> x((size_t)N * info.input_dim);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = (float)std::cos(0.21 * (double)i);
+  auto outputs = [&](uint64_t r) {
+    auto ctx = make_context("", r);
+    SessionOptions so;
+    so.max_context = N;
+    so.window = -1;
+    auto s = Session::create(*ctx, *m, so);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    Status st = (*s)->prefill_values(x, N, {});
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    return (*s)->outputs();
+  };
+  const std::vector<float> whole = outputs(0), limited = outputs(range);
+  REQUIRE(whole.size() == limited.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(std::abs(whole[i] - limited[i]) <= 1e-5 + 1e-5 * std::abs(whole[i]));
+  }
+}
