@@ -102,3 +102,20 @@ add_test(NAME doc_snippets
 add_test(NAME doc_snippets_selftest COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/doc_snippets.py --self-test)
 set_tests_properties(doc_snippets PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 900)
 set_tests_properties(doc_snippets_selftest PROPERTIES ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 60)
+
+# rfa-bench attention --stats on a tiny shape: every benchmark line lists the kernels its run
+# dispatched with their SPIR-V counts and the driver's statistics (or the note that it has none).
+if(TARGET rfa-bench)
+  add_test(NAME bench_stats
+    COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/bench_stats_test.py $<TARGET_FILE:rfa-bench>)
+  set_tests_properties(bench_stats PROPERTIES ENVIRONMENT "${RFA_TEST_ENV};PYTHONDONTWRITEBYTECODE=1" TIMEOUT 300)
+endif()
+
+# scripts/gpu-report.sh --quick: the GPU report's table, kernel statistics and test rows on this
+# machine's device, the PyTorch columns marked n/a with a note where torch has no CUDA.
+if(TARGET rfa-bench)
+  add_test(NAME gpu_report_quick
+    COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/gpu_report_test.py ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
+            ${CMAKE_BINARY_DIR}/test-tmp/gpu_report)
+  set_tests_properties(gpu_report_quick PROPERTIES ENVIRONMENT "${RFA_TEST_ENV};PYTHONDONTWRITEBYTECODE=1" TIMEOUT 1200)
+endif()
