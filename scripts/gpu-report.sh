@@ -5,17 +5,17 @@
 # (rfa-bench attention --stats) and the tests that take the GPU's own paths. The work is
 # tools/rfa-bench/gpu_report.py; this finds the binaries.
 #
-#   bash scripts/gpu-report.sh [--quick] [--no-tests] [--no-torch] [--out DIR]
+#   bash scripts/gpu-report.sh [--quick] [--no-tests] [--no-torch] [--tests-only] [--out DIR]
 #
 # rfa-bench is looked for in $RFA_BUILD (set by .device/setup.sh), then build/, then .device/build/.
 # On a GPU machine without a Vulkan SDK or compiler: build here, pack with
-# `bash ../shared/tools/device-pack.sh build` (or any copy of that tree), and run there as
+# the project's device tooling into .device/ (its setup.sh sets $RFA_BUILD), and run there as
 #   . .device/setup.sh; bash scripts/gpu-report.sh
 # --quick: lavapipe-sized shapes and one test case, labelled as such (the CTest check of this script).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+root=$(cd "$(dirname "$0")/.." && pwd)
 build=""
-for d in "${RFA_BUILD:-}" build .device/build; do
+for d in "${RFA_BUILD:-}" "$root/build" "$root/.device/build"; do
   if [ -n "$d" ] && [ -x "$d/rfa-bench" ]; then build=$d; break; fi
 done
 if [ -z "$build" ]; then
@@ -26,4 +26,4 @@ fi
 py=$(command -v python3 || true)
 [ -n "$py" ] || { echo "gpu-report: python3 is needed for the report" >&2; exit 2; }
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-$(mktemp -d)}
-exec "$py" tools/rfa-bench/gpu_report.py --bench "$build/rfa-bench" --tests "$build/tests" "$@"
+exec "$py" "$root/tools/rfa-bench/gpu_report.py" --bench "$build/rfa-bench" --tests "$build/tests" "$@"

@@ -108,7 +108,7 @@ def main():
     for r in trows:
         check(r[1] == "passed", "test row %r" % r)
 
-    check(os.path.isfile(os.path.join(out, "report.md")), "no report.md in --out")
+    check(os.path.isfile(os.path.join(out, "report.markdown")), "no report.markdown in --out")
     raw = [json.loads(l) for l in open(os.path.join(out, "raw.jsonl"))] if os.path.isfile(os.path.join(out, "raw.jsonl")) else []
     check(sum(1 for l in raw if l.get("bench") == "attention") >= 16, "raw.jsonl: %d attention lines" % len(raw))
     if FAILS:

@@ -144,6 +144,14 @@ def run_tests(tests_dir, quick):
     return rows
 
 
+def test_table(test_rows, quick):
+    out = ["## Tests that take the GPU's own paths" + (" (--quick: one case)" if quick else ""), "",
+           "| test | result | seconds | notes |", "|---|---|---|---|"]
+    for name, res, secs, nt in test_rows:
+        out.append("| %s | %s | %.1f | %s |" % (name, res, secs, nt.replace("|", "/")))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", required=True, help="the rfa-bench executable")
@@ -151,6 +159,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="lavapipe-sized shapes, labelled as such")
     ap.add_argument("--no-tests", action="store_true")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--tests-only", action="store_true", help="only the tests (a lent machine's command limit)")
     ap.add_argument("--out", default="", help="also write the raw JSON lines and the report here")
     ap.add_argument("--heads", type=int, default=0, help="heads (default 8; --quick: 2)")
     ap.add_argument("--dim", type=int, default=0, help="complex dims per head (default 32; --quick: 16)")
@@ -163,6 +172,10 @@ def main():
     heads = a.heads or (2 if a.quick else 8)
     dim = a.dim or (16 if a.quick else 32)
     shape = ["--heads", str(heads), "--dim", str(dim)]
+    if a.tests_only:
+        test_rows = run_tests(a.tests, a.quick)
+        sys.stdout.write("\n".join(test_table(test_rows, a.quick)) + "\n")
+        return 1 if any(r[1] != "passed" for r in test_rows) else 0
     raw = []
     rows = []   # dicts: shape, path label, M2 line, error
     device = ""
@@ -291,17 +304,12 @@ def main():
 
     if test_rows:
         out.append("")
-        out.append("## Tests that take the GPU's own paths" + (" (--quick: one case)" if a.quick else ""))
-        out.append("")
-        out.append("| test | result | seconds | notes |")
-        out.append("|---|---|---|---|")
-        for name, res, secs, nt in test_rows:
-            out.append("| %s | %s | %.1f | %s |" % (name, res, secs, nt.replace("|", "/")))
+        out += test_table(test_rows, a.quick)
     text = "\n".join(out) + "\n"
     sys.stdout.write(text)
     if a.out:
         os.makedirs(a.out, exist_ok=True)
-        with open(os.path.join(a.out, "report.md"), "w") as f:
+        with open(os.path.join(a.out, "report.markdown"), "w") as f:
             f.write(text)
         with open(os.path.join(a.out, "raw.jsonl"), "w") as f:
             for l in raw:
