@@ -3,6 +3,7 @@
 // side on this device (captured only when asked; where the driver lacks the extension the note says so).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -147,4 +148,24 @@ TEST_CASE("driver statistics are captured only when asked, and a driver without 
     }
   }
   CHECK(messages == 0);
+}
+
+TEST_CASE("a driver statistic prints as JSON does, whatever its format") {
+  gpu::ExecutableStatistic s;
+  s.kind = gpu::ExecutableStatistic::Kind::boolean;
+  s.b = true;
+  CHECK(s.text() == "true");
+  s.kind = gpu::ExecutableStatistic::Kind::int64;
+  s.i = -3;
+  CHECK(s.text() == "-3");
+  s.kind = gpu::ExecutableStatistic::Kind::uint64;
+  s.u = 18446744073709551615ull;
+  CHECK(s.text() == "18446744073709551615");
+  s.kind = gpu::ExecutableStatistic::Kind::float64;
+  s.f = 1.5;
+  CHECK(s.text() == "1.5");
+  s.f = 2.5e-7;
+  CHECK(s.text() == "2.5e-07");
+  s.f = std::nan("");
+  CHECK(s.text() == "null");
 }

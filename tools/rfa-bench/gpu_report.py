@@ -42,9 +42,11 @@ BANDWIDTH = [
 # The suite's tests whose GPU path differs from lavapipe's: test_attention_tile's case on real
 # cooperative matrices (skipped on lavapipe, which has no VK_NV_cooperative_matrix) and its other
 # cases on the GPU's tile sizes; the cooperative tile and shared-memory key tiles, which GPUs take by
-# default (lavapipe only when CTest forces them); split-k and fp16 caches on a GPU's own tiling.
-GPU_TESTS = ["test_attention_tile", "test_attention_paths", "test_rfa_attention"]
-QUICK_TESTS = [("test_attention_tile", "the tile on cooperative matrices matches the twin")]
+# default (lavapipe only when CTest forces them); split-k and fp16 caches on a GPU's own tiling;
+# test_pipeline_stats reads the driver's statistics where it exposes them (lavapipe: the note).
+GPU_TESTS = ["test_attention_tile", "test_attention_paths", "test_rfa_attention", "test_pipeline_stats"]
+QUICK_TESTS = [("test_attention_tile", "the tile on cooperative matrices matches the twin"),
+               ("test_pipeline_stats", "driver statistics are captured only when asked, and a driver without them says so")]
 
 
 def log(msg):

@@ -1,6 +1,7 @@
 #include "gpu/pipeline_stats.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -162,7 +163,10 @@ std::string ExecutableStatistic::text() const {
     case Kind::boolean: return b ? "true" : "false";
     case Kind::int64: return std::to_string(i);
     case Kind::uint64: return std::to_string(u);
-    case Kind::float64: std::snprintf(buf, sizeof buf, "%.6g", f); return buf;
+    case Kind::float64:
+      if (!std::isfinite(f)) return "null";  // JSON has no NaN or infinity
+      std::snprintf(buf, sizeof buf, "%.6g", f);
+      return buf;
   }
   return "";
 }

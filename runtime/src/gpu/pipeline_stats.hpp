@@ -44,7 +44,7 @@ struct ExecutableStatistic {
   int64_t i = 0;
   uint64_t u = 0;
   double f = 0;
-  std::string text() const;  // the value as printed (JSON-compatible: true/false or a number)
+  std::string text() const;  // the value as printed (JSON-compatible: true/false, a number, null if not finite)
 };
 
 struct PipelineExecutable {
