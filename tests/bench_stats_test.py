@@ -64,7 +64,7 @@ def main():
         for k in st["kernels"]:
             check_kernel(k, where)
     m2 = [l for l in lines if l["variant"] == "M2"][0]
-    check(any(k["shader"] == "rfa_lag_table" for k in m2["stats"]["kernels"]), "M2: no lag table kernel")
+    check(any(k["shader"] == "rfa_lag_table" for k in (m2.get("stats") or {}).get("kernels", [])), "M2: no lag table kernel")
 
     # JSON, decode with split-k forced: the reduce pass is a kernel of its own.
     dec = [json.loads(l) for l in run(bench, tiny + ["--variants", "M2", "--decode", "--stats", "--json"],
@@ -72,9 +72,10 @@ def main():
     m2d = [l for l in dec if l["variant"] == "M2"]
     check(len(m2d) == 1 and "split-k" in m2d[0]["path"], "decode: split-k not taken: %r" % [l.get("path") for l in dec])
     if m2d:
-        names = [k["shader"] for k in m2d[0]["stats"]["kernels"]]
+        ks = (m2d[0].get("stats") or {}).get("kernels", [])
+        names = [k["shader"] for k in ks]
         check("rfa_attention_reduce" in names, "decode split-k: no reduce kernel in %r" % names)
-        for k in m2d[0]["stats"]["kernels"]:
+        for k in ks:
             check_kernel(k, "M2 decode split-k")
 
     # Text: under every benchmark line, kernel lines with counts and statistics or the note.

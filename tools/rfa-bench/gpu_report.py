@@ -232,14 +232,22 @@ def main():
                     torch[(l["mode"], l["n"], l["dtype"])] = l["ms"]
 
     # Kernel statistics: every pipeline of one prefill and one decode run (split-k where the device takes it).
+    # Prefill on the device's own path, on fp16 caches, on cooperative matrices where present and
+    # (full report) without the tile; decode at the longest context (split-k where the device takes it).
     stats_lines = []
-    for extra in (["--n", str(prefill_ns[0])], ["--n", str(decode_ns[-1]), "--decode"]):
-        for env in ([{}, {"RFA_ATTN_COOPMAT": "1"}] if coopmat and "--decode" not in extra else [{}]):
-            lines, err = run_json([a.bench, "attention", "--json", "--stats", "--variants", "M2,AFA,RT", "--reps", "1"] + shape + extra, env)
-            raw += lines
-            stats_lines += lines
-            if err:
-                notes.append("--stats %s: %s" % (" ".join(extra), err))
+    first, last = ["--n", str(prefill_ns[0])], ["--n", str(decode_ns[-1]), "--decode"]
+    runs = [(first, {}), (first + ["--kv", "f16"], {})]
+    if coopmat:
+        runs.append((first, {"RFA_ATTN_COOPMAT": "1"}))
+    if not a.quick:
+        runs.append((first, {"RFA_ATTN_TILE": "0"}))
+    runs.append((last, {}))
+    for extra, env in runs:
+        lines, err = run_json([a.bench, "attention", "--json", "--stats", "--variants", "M2,AFA,RT", "--reps", "1"] + shape + extra, env)
+        raw += lines
+        stats_lines += lines
+        if err:
+            notes.append("--stats %s: %s" % (" ".join(extra), err))
 
     test_rows = [] if a.no_tests or not a.tests else run_tests(a.tests, a.quick)
 
@@ -300,8 +308,8 @@ def main():
             else:
                 drv = k.get("note", "")
             sp = k.get("spirv", {})
-            out.append("| %s %s N = %s | %s | %s | %s | %s | %s | %s |" % (
-                l.get("variant"), l.get("mode"), l.get("n"), k["shader"], ",".join(str(x) for x in k.get("spec", [])),
+            out.append("| %s %s N = %s, %s caches | %s | %s | %s | %s | %s | %s |" % (
+                l.get("variant"), l.get("mode"), l.get("n"), l.get("kv"), k["shader"], ",".join(str(x) for x in k.get("spec", [])),
                 sp.get("instructions"), sp.get("inlined"), sp.get("innermost_loop"), drv.replace("|", "/")))
 
     if test_rows:
