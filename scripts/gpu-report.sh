@@ -6,6 +6,7 @@
 # tools/rfa-bench/gpu_report.py; this finds the binaries.
 #
 #   bash scripts/gpu-report.sh [--quick] [--no-tests] [--no-torch] [--tests-only] [--out DIR]
+#        [--prefill-n 1024,4096] [--decode-n 512,4096] [--heads 8] [--dim 32]
 #
 # rfa-bench is looked for in $RFA_BUILD (set by .device/setup.sh), then build/, then .device/build/.
 # On a GPU machine without a Vulkan SDK or compiler: build here, pack with

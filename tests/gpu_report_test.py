@@ -109,6 +109,26 @@ def main():
         check(r[1] == "passed", "test row %r" % r)
 
     check(os.path.isfile(os.path.join(out, "report.markdown")), "no report.markdown in --out")
+
+    # The PyTorch columns filled: --torch-cpu runs the anchor on the CPU where torch has no CUDA
+    # (where no python has torch at all, the note must say so instead).
+    p2 = subprocess.run(["bash", os.path.join(src, "scripts", "gpu-report.sh"), "--quick", "--torch-cpu", "--no-tests",
+                         "--prefill-n", "48", "--decode-n", "96"], capture_output=True, text=True,
+                        env=dict(env, RFA_HBM_GBS="2"), timeout=1200)
+    check(p2.returncode == 0, "gpu-report.sh --torch-cpu exited %d: %s" % (p2.returncode, p2.stderr[-2000:]))
+    l2 = p2.stdout.splitlines()
+    _, rows2 = table_after(l2, "| shape | path |")
+    check([r[0] for r in rows2] == ["prefill N = 48"] * 2 + ["decode, context 96"] * 2, "--prefill-n/--decode-n rows %r" % rows2)
+    has_torch = not any("no python with PyTorch" in l for l in l2)
+    for r in rows2:
+        for c in (5, 6):
+            check((num(r[c]) is not None and num(r[c]) > 0) if has_torch else r[c] == "n/a", "--torch-cpu row %r: cell %r" % (r, r[c]))
+    check(not any(l.startswith("## Tests") for l in l2), "--no-tests still ran tests")
+    # RFA_HBM_GBS = 2: the decode rows' share of it.
+    check(any(l.startswith("- memory bandwidth: 2 GB/s (RFA_HBM_GBS)") for l in l2), "RFA_HBM_GBS not named")
+    for r in rows2[2:]:
+        gbs, pct = num(r[7]), num(r[8])
+        check(gbs is not None and pct is not None and abs(pct - 50.0 * gbs) <= 0.05 + 0.01 * pct, "%% of HBM in %r" % r)
     raw = [json.loads(l) for l in open(os.path.join(out, "raw.jsonl"))] if os.path.isfile(os.path.join(out, "raw.jsonl")) else []
     check(sum(1 for l in raw if l.get("bench") == "attention") >= 16, "raw.jsonl: %d attention lines" % len(raw))
     if FAILS:

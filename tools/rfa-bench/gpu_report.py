@@ -94,8 +94,9 @@ def fmt(v, digits=3):
     return ("%." + str(digits) + "f") % v
 
 
-def torch_cuda():
-    """(True, what, python) when a python with PyTorch sees a CUDA device; else (False, why, None)."""
+def torch_cuda(allow_cpu=False):
+    """(True, what, python) when a python with PyTorch sees a CUDA device (or any, with allow_cpu);
+    else (False, why, None)."""
     code = "import torch,sys\nprint(torch.__version__)\nprint(torch.cuda.get_device_name(0) if torch.cuda.is_available() else '')"
     tried = []
     for py in [os.environ.get("RFA_TORCH_PYTHON"), sys.executable, shutil.which("python3"), "/usr/bin/python3"]:
@@ -110,6 +111,9 @@ def torch_cuda():
         if p.returncode != 0 or not lines:
             continue
         if len(lines) < 2 or not lines[1]:
+            if allow_cpu:
+                return True, ("torch %s (%s) on the CPU, as --torch-cpu asks: no CUDA device; wall clock, "
+                              "a check of the script, not a GPU figure" % (lines[0], py)), py
             return False, "torch %s (%s) has no CUDA device" % (lines[0], py), None
         return True, "torch %s on %s" % (lines[0], lines[1]), py
     return False, "no python with PyTorch (tried %s; RFA_TORCH_PYTHON names another)" % ", ".join(tried), None
@@ -165,12 +169,26 @@ def main():
     ap.add_argument("--out", default="", help="also write the raw JSON lines and the report here")
     ap.add_argument("--heads", type=int, default=0, help="heads (default 8; --quick: 2)")
     ap.add_argument("--dim", type=int, default=0, help="complex dims per head (default 32; --quick: 16)")
+    ap.add_argument("--prefill-n", default="", help="prefill lengths instead of the default list, e.g. 1024,4096")
+    ap.add_argument("--decode-n", default="", help="decode contexts instead of the default list, e.g. 512,4096")
+    ap.add_argument("--torch-cpu", action="store_true", help="run PyTorch on the CPU where it has no CUDA (tests)")
     a = ap.parse_args()
 
     if a.quick:
         prefill_ns, decode_ns, reps = [64, 128], [128, 512], "1"
     else:
         prefill_ns, decode_ns, reps = [1024, 4096, 8192, 16384, 65536], [512, 4096, 32768], "3"
+    try:
+        if a.prefill_n:
+            prefill_ns = [int(x) for x in a.prefill_n.split(",") if x]
+        if a.decode_n:
+            decode_ns = [int(x) for x in a.decode_n.split(",") if x]
+    except ValueError:
+        print("gpu-report: --prefill-n and --decode-n take comma-separated integers", file=sys.stderr)
+        return 2
+    if not prefill_ns or not decode_ns or min(prefill_ns + decode_ns) < 1:
+        print("gpu-report: --prefill-n and --decode-n need at least one positive length each", file=sys.stderr)
+        return 2
     heads = a.heads or (2 if a.quick else 8)
     dim = a.dim or (16 if a.quick else 32)
     shape = ["--heads", str(heads), "--dim", str(dim)]
@@ -219,7 +237,7 @@ def main():
     if a.no_torch:
         torch_note = "PyTorch SDPA: not run (--no-torch)"
     else:
-        ok, why, torch_py = torch_cuda()
+        ok, why, torch_py = torch_cuda(a.torch_cpu)
         torch_note = ("PyTorch SDPA: " + why) if ok else ("PyTorch SDPA columns skipped: " + why)
         if ok:
             anchor = os.path.join(HERE, "torch_sdpa_anchor.py")
