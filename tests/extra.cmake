@@ -141,3 +141,20 @@ if(TARGET hello_rfa_cpp)
     set_tests_properties(example_cpp${kind} example_c${kind} PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 300)
   endforeach()
 endif()
+
+# rfa-bench attention --stats on a tiny shape: every benchmark line lists the kernels its run
+# dispatched with their SPIR-V counts and the driver's statistics (or the note that it has none).
+if(TARGET rfa-bench AND NOT CMAKE_CROSSCOMPILING)  # the host's python3 drives the program
+  add_test(NAME bench_stats
+    COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/bench_stats_test.py $<TARGET_FILE:rfa-bench>)
+  set_tests_properties(bench_stats PROPERTIES ENVIRONMENT "${RFA_TEST_ENV};PYTHONDONTWRITEBYTECODE=1" TIMEOUT 300)
+endif()
+
+# scripts/gpu-report.sh --quick: the GPU report's table, kernel statistics and test rows on this
+# machine's device, the PyTorch columns marked n/a with a note where torch has no CUDA.
+if(TARGET rfa-bench AND NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME gpu_report_quick
+    COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/gpu_report_test.py ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
+            ${CMAKE_BINARY_DIR}/test-tmp/gpu_report)
+  set_tests_properties(gpu_report_quick PROPERTIES ENVIRONMENT "${RFA_TEST_ENV};PYTHONDONTWRITEBYTECODE=1" TIMEOUT 1200)
+endif()

@@ -5,8 +5,13 @@
 // --decode times one decode step instead (one query row per head over N keys) and reports the
 // K/V bytes it reads per second; --kv f16 runs on fp16 K/V caches. Every line names the path the
 // kernel took and why (the tiling struct, chosen from the device and the shape).
+// --stats adds, under each line (in its JSON: a `stats` object), every pipeline that run dispatched
+// (rotate, lag table, the attention kernel of the path taken, split-k's reduce): a static count of
+// its SPIR-V and whatever the driver reports through VK_KHR_pipeline_executable_properties
+// (registers, spills, instruction counts), or why the driver reports nothing.
 #include "bench_attention.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +21,8 @@
 #include "bench.hpp"
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
+#include "gpu/pipeline.hpp"
+#include "gpu/pipeline_stats.hpp"
 #include "gpu/recorder.hpp"
 #include "ops/afa_attention.hpp"
 #include "ops/rfa_attention.hpp"
@@ -112,8 +119,81 @@ struct Measured {
   double gpu_ms = 0, wall_ms = 0, rotate_ms = 0;
   uint64_t peak = 0;
   std::string path;
+  std::vector<const gpu::Pipeline*> kernels;  // every pipeline the run dispatched, first use first
   bool ok = false;
 };
+
+void note_kernels(const gpu::Recorder& rec, std::vector<const gpu::Pipeline*>& kernels) {
+  for (const gpu::Pipeline* p : rec.pipelines_used())
+    if (std::find(kernels.begin(), kernels.end(), p) == kernels.end()) kernels.push_back(p);
+}
+
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if ((unsigned char)c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", (unsigned)c);
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
+
+std::string spec_list(const std::vector<uint32_t>& spec) {
+  std::string o;
+  for (size_t i = 0; i < spec.size(); ++i) o += (i ? "," : "") + std::to_string(spec[i]);
+  return o;
+}
+
+// The `stats` object of a JSON line: the driver, then one entry per kernel.
+std::string stats_json(const std::string& driver, const std::vector<gpu::PipelineStatistics>& ks) {
+  std::string o = "{\"driver\":" + json_string(driver) + ",\"kernels\":[";
+  for (size_t k = 0; k < ks.size(); ++k) {
+    const auto& s = ks[k];
+    o += (k ? "," : "");
+    o += "{\"shader\":" + json_string(s.shader) + ",\"spec\":[" + spec_list(s.spec) + "]";
+    o += ",\"spirv\":{\"functions\":" + std::to_string(s.spirv.functions) +
+         ",\"instructions\":" + std::to_string(s.spirv.instructions) + ",\"inlined\":" +
+         std::to_string(s.spirv.inlined) + ",\"loops\":" + std::to_string(s.spirv.loops) +
+         ",\"innermost_loop\":" + std::to_string(s.spirv.innermost_loop) + "}";
+    o += std::string(",\"exposed\":") + (s.exposed ? "true" : "false");
+    if (!s.note.empty()) o += ",\"note\":" + json_string(s.note);
+    o += ",\"executables\":[";
+    for (size_t e = 0; e < s.executables.size(); ++e) {
+      const auto& ex = s.executables[e];
+      o += (e ? "," : "");
+      o += "{\"name\":" + json_string(ex.name) + ",\"description\":" + json_string(ex.description) +
+           ",\"subgroup_size\":" + std::to_string(ex.subgroup_size) + ",\"statistics\":{";
+      for (size_t i = 0; i < ex.statistics.size(); ++i)
+        o += (i ? "," : "") + json_string(ex.statistics[i].name) + ":" + ex.statistics[i].text();
+      o += "}}";
+    }
+    o += "]}";
+  }
+  return o + "]}";
+}
+
+// One text line per kernel, under the benchmark's line.
+void print_stats_text(const std::vector<gpu::PipelineStatistics>& ks) {
+  for (const auto& s : ks) {
+    std::printf("    kernel %s [spec %s]: SPIR-V %u instructions in %u functions, %u inlined, %u loops, innermost loop %u",
+                s.shader.c_str(), spec_list(s.spec).c_str(), s.spirv.instructions, s.spirv.functions, s.spirv.inlined,
+                s.spirv.loops, s.spirv.innermost_loop);
+    for (const auto& ex : s.executables) {
+      std::printf(" | %s (subgroup %u):", ex.name.c_str(), ex.subgroup_size);
+      for (size_t i = 0; i < ex.statistics.size(); ++i)
+        std::printf("%s %s = %s", i ? "," : "", ex.statistics[i].name.c_str(), ex.statistics[i].text().c_str());
+    }
+    if (!s.note.empty()) std::printf(" | %s", s.note.c_str());
+    std::printf("\n");
+  }
+}
 
 struct RunOptions {
   uint32_t N = 0, H = 8, D = 32, B = 1;
@@ -157,11 +237,13 @@ Measured run(gpu::Context& g, const std::string& variant, const RunOptions& o) {
   if (!rec.begin().ok()) return m;
   if (!ops::record_rfa_rotate(g, rec, *w, *cache, *ts, *q, *k, *v, *vn, {0, N}).ok()) return m;
   if (!rec.submit_and_wait().ok()) return m;
+  note_kernels(rec, m.kernels);
   m.rotate_ms = rec.gpu_ms_total();
   // The integer-lag table, as a session builds it (unless RFA_ATTN_LAG_TABLE=0).
   if (g.kernels().attention_lag_table != 0) {
     if (!rec.begin().ok() || !ops::record_rfa_lag_table(g, rec, *w, *cache).ok() || !rec.submit_and_wait().ok())
       return m;
+    note_kernels(rec, m.kernels);
   }
   // Prefill: rows [0, N); decode: the last row alone over all N keys.
   const ops::AttentionSpan span = o.decode ? ops::AttentionSpan{N - 1, 1, nullptr} : ops::AttentionSpan{0, N, nullptr};
@@ -182,6 +264,7 @@ Measured run(gpu::Context& g, const std::string& variant, const RunOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
     if (!rec.submit_and_wait().ok()) return m;
     const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    note_kernels(rec, m.kernels);
     if (r == 0) continue;
     wms.push_back(wall);
     gms.push_back(rec.timings().empty() ? wall : rec.gpu_ms_total());
@@ -197,6 +280,7 @@ Measured run(gpu::Context& g, const std::string& variant, const RunOptions& o) {
 
 int bench_attention(const std::vector<std::string>& args) {
   const bool json = has_flag(args, "--json");
+  const bool stats = has_flag(args, "--stats");  // open_context asks the driver to capture them
   RunOptions ro;
   ro.reps = std::max(1, std::atoi(option(args, "--reps", "3").c_str()));
   ro.H = (uint32_t)std::atoi(option(args, "--heads", "8").c_str());
@@ -217,6 +301,8 @@ int bench_attention(const std::vector<std::string>& args) {
   if (!ctx) return 5;
   gpu::Context& g = ctx->impl();
   const std::string device = g.caps().device_name;
+  const std::string driver =
+      g.caps().driver_name + (g.caps().driver_info.empty() ? "" : " (" + g.caps().driver_info + ")");
   if (!json)
     std::printf("%-6s %6s %3s %3s %3s %10s %10s %9s %10s %7s %12s  %s\n", "var", "N", "H", "D", "B", "gpu ms", "wall ms",
                 ro.decode ? "KV GB/s" : "GFLOP/s", "sdpa ms", "ratio", "peak bytes", "path");
@@ -243,18 +329,30 @@ int bench_attention(const std::vector<std::string>& args) {
       const double kv_bytes = (double)B * H * N * D * (ro.kv_f16 ? 4 : 8) * 2;
       const double kv_gbs = kv_bytes / (m.gpu_ms * 1e6);
       const double ratio = m.gpu_ms / base.gpu_ms;
+      std::vector<gpu::PipelineStatistics> ks;
+      if (stats)
+        for (const gpu::Pipeline* p : m.kernels) {
+          auto st = gpu::pipeline_statistics(g, *p);
+          if (!st) {
+            std::fprintf(stderr, "rfa-bench: --stats: %s\n", st.status().to_string().c_str());
+            return 5;
+          }
+          ks.push_back(st.take());
+        }
       if (json)
         std::printf("{\"bench\":\"attention\",\"variant\":\"%s\",\"mode\":\"%s\",\"kv\":\"%s\",\"n\":%u,"
                     "\"heads\":%u,\"dim\":%u,\"batch\":%u,\"ms\":%.4f,\"wall_ms\":%.4f,\"rotate_ms\":%.4f,"
                     "\"gflops\":%.3f,\"kv_gbs\":%.3f,\"sdpa_ms\":%.4f,\"ratio\":%.4f,\"peak_bytes\":%llu,"
-                    "\"timestamps\":%s,\"path\":\"%s\",\"device\":\"%s\"}\n",
+                    "\"timestamps\":%s,\"path\":\"%s\",\"device\":\"%s\"%s%s}\n",
                     var.c_str(), ro.decode ? "decode" : "prefill", kv.c_str(), N, H, D, B, m.gpu_ms, m.wall_ms,
                     m.rotate_ms, gflops, kv_gbs, base.gpu_ms, ratio, (unsigned long long)m.peak,
-                    g.timestamps_enabled() ? "true" : "false", m.path.c_str(), device.c_str());
+                    g.timestamps_enabled() ? "true" : "false", m.path.c_str(), device.c_str(),
+                    stats ? ",\"stats\":" : "", stats ? stats_json(driver, ks).c_str() : "");
       else
         std::printf("%-6s %6u %3u %3u %3u %10.3f %10.3f %9.2f %10.3f %7.3f %12llu  %s\n", var.c_str(), N, H, D, B,
                     m.gpu_ms, m.wall_ms, ro.decode ? kv_gbs : gflops, base.gpu_ms, ratio, (unsigned long long)m.peak,
                     m.path.c_str());
+      if (stats && !json) print_stats_text(ks);
       std::fflush(stdout);
     }
   }

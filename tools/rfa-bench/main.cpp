@@ -23,6 +23,8 @@ std::unique_ptr<Context> open_context(const std::vector<std::string>& args) {
   opts.device_profile = option(args, "--device-profile", "");  // docs/device-profiles.md
   if (opts.device_profile.empty())
     if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) opts.device_profile = p;
+  // `--stats`: pipelines built with the driver's statistics captured (rfa-bench attention --stats).
+  opts.capture_pipeline_statistics = has_flag(args, "--stats");
   auto ctx = Context::create(opts);
   if (!ctx) {
     std::fprintf(stderr, "rfa-bench: %s\n", ctx.status().to_string().c_str());
@@ -54,7 +56,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* usage =
       "usage: rfa-bench linear [--json] [--reps N] [--device SEL]\n"
-      "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--decode] [--kv f32|f16] [--device SEL]\n"
+      "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--decode] [--kv f32|f16] [--stats] [--device SEL]\n"
       "       rfa-bench model --model DIR [--prefill 512] [--decode 512,4096] [--steps 8] [--profile] [--json]\n"
       "       rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]\n"
       "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n"

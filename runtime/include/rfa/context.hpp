@@ -78,6 +78,12 @@ struct ContextOptions {
   uint64_t memory_budget = 0;
   // GPU timestamps around every dispatch when the device supports them.
   bool timestamps = true;
+  // Ask the driver for per-pipeline statistics (registers, spills, instruction counts: whatever it
+  // reports through VK_KHR_pipeline_executable_properties), for `rfa-bench attention --stats`.
+  // Off by default: capturing may cost pipeline build time and changes nothing a kernel computes.
+  // Ignored where the device lacks the extension or its pipelineExecutableInfo feature, and for
+  // adopted devices (the app decides which features its device has).
+  bool capture_pipeline_statistics = false;
   KernelOptions kernels;
   // A device profile's name (device_profiles()): the runtime then sees the intersection of the
   // real device's limits and features with the profile's, and every kernel choice, pipeline and

@@ -158,6 +158,14 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
   c.portability_subset = device_has_extension(phys, "VK_KHR_portability_subset");
   c.push_descriptors = device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   c.coopmat_nv = c.shader_float16 && probe_coopmat_nv(instance, phys);
+  if (device_has_extension(phys, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 pf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    pf.pNext = &pe;
+    vkGetPhysicalDeviceFeatures2(phys, &pf);
+    c.pipeline_executable_info = pe.pipelineExecutableInfo == VK_TRUE;
+  }
 
   uint32_t nq = 0;
   vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);

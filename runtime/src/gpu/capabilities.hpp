@@ -49,6 +49,9 @@ struct Capabilities {
   // VK_NV_cooperative_matrix in compute shaders with a subgroup-scope 16 x 16 x 16 shape of fp16
   // A/B and fp32 C/D (what the attention tile's *_tile_cm kernels use), and shaderFloat16.
   bool coopmat_nv = false;
+  // VK_KHR_pipeline_executable_properties with its pipelineExecutableInfo feature: per-pipeline
+  // driver statistics (gpu/pipeline_stats.hpp), enabled only on request.
+  bool pipeline_executable_info = false;
 
   bool timestamps = false;        // timestampComputeAndGraphics and valid bits on the compute queue
   double timestamp_period_ns = 1.0;

@@ -273,6 +273,16 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     f16arith.pNext = &coopmat;
     exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   }
+  // Driver statistics per pipeline, only when asked (rfa-bench attention --stats): put at the
+  // head of the chain so the optional structs above keep their links.
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (caps.pipeline_executable_info && options.capture_pipeline_statistics) {
+    pexec.pipelineExecutableInfo = VK_TRUE;
+    pexec.pNext = feats.pNext;
+    feats.pNext = &pexec;
+    exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  }
 
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &feats;
@@ -317,6 +327,7 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
   ctx->caps_.shader_float64 = false;  // likewise
   ctx->caps_.shader_float16 = false;  // likewise
   ctx->caps_.coopmat_nv = false;      // likewise
+  ctx->caps_.pipeline_executable_info = false;  // likewise
   RFA_TRY(apply_options_limits(ctx->caps_, options));
   RFA_TRY(ctx->init_common(options));
   return ctx;
@@ -324,6 +335,8 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
 
 Status Context::init_common(const ContextOptions& options) {
   timestamps_ = options.timestamps;
+  // create() enabled the feature exactly when both hold; an adopted device reports it absent.
+  capture_statistics_ = options.capture_pipeline_statistics && caps_.pipeline_executable_info;
   kernels_ = options.kernels;
   uint64_t budget = options.memory_budget;
   if (budget == 0) budget = caps_.device_local_bytes / 10 * 9;

@@ -39,6 +39,9 @@ class Context {
   int device_index() const { return device_index_; }
   // Kernel variants forced by the app (ContextOptions::kernels); choosers read them, never getenv.
   const KernelOptions& kernels() const { return kernels_; }
+  // Pipelines are created with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR (asked for through
+  // ContextOptions::capture_pipeline_statistics, and the device enabled it).
+  bool capture_statistics() const { return capture_statistics_; }
 
   Allocator& allocator() { return *allocator_; }
   PipelineCache& pipelines() { return *pipelines_; }
@@ -76,6 +79,7 @@ class Context {
   int device_index_ = 0;
   bool owns_ = false;
   bool timestamps_ = true;
+  bool capture_statistics_ = false;
   Capabilities caps_;
   KernelOptions kernels_;
   MessageCallback on_message_;

@@ -173,6 +173,8 @@ Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t pu
   p->bindings = bindings;
   p->push_bytes = push_bytes;
   p->push_descriptors = ctx_.caps().push_descriptors;
+  p->spec = spec.values();
+  p->statistics = ctx_.capture_statistics();
 
   std::vector<VkDescriptorSetLayoutBinding> lb(bindings);
   for (uint32_t i = 0; i < bindings; ++i) {
@@ -212,6 +214,7 @@ Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t pu
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = values.empty() ? nullptr : &si;
   ci.layout = p->layout;
+  if (p->statistics) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   r = vkCreateComputePipelines(dev, vk_cache_, 1, &ci, nullptr, &p->pipeline);
   if (r != VK_SUCCESS) {
     vkDestroyPipelineLayout(dev, p->layout, nullptr);

@@ -59,6 +59,8 @@ struct Pipeline {
   uint32_t bindings = 0;
   uint32_t push_bytes = 0;
   bool push_descriptors = false;
+  std::vector<uint32_t> spec;  // the specialization values it was built with (constant_id i = spec[i])
+  bool statistics = false;     // created with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
 };
 
 class PipelineCache {

@@ -1,5 +1,7 @@
 #include "gpu/recorder.hpp"
 
+#include <algorithm>
+
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
 #include "gpu/pipeline.hpp"
@@ -80,6 +82,7 @@ Status Recorder::begin(bool reusable) {
     queries_used_ = 2;  // query 1 is the submission's end, written by end()
   }
   query_labels_.clear();
+  used_.clear();
   pending_.clear();
   dispatches_ = barriers_ = 0;
   recording_ = true;
@@ -184,6 +187,7 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& bindings,
     return;
   }
   track(bindings);
+  if (std::find(used_.begin(), used_.end(), &p) == used_.end()) used_.push_back(&p);
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   bind_descriptors(p, bindings);
   if (p.push_bytes) vkCmdPushConstants(cb_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push);

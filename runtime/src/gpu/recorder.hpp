@@ -96,6 +96,9 @@ class Recorder {
   bool recorded() const { return ended_; }
   uint32_t dispatch_count() const { return dispatches_; }
   uint32_t barrier_count() const { return barriers_; }
+  // The distinct pipelines dispatched since begin(), in first-dispatch order (rfa-bench --stats
+  // names the kernels a run used from this).
+  const std::vector<const Pipeline*>& pipelines_used() const { return used_; }
   // Per-dispatch GPU times of the last completed submission (per_dispatch timing only).
   const std::vector<DispatchTiming>& timings() const { return timings_; }
   // GPU milliseconds of the last completed submission (0 when nothing was timed).
@@ -129,6 +132,7 @@ class Recorder {
   Batch* batch_ = nullptr;  // the batch this recording was last submitted in, while in flight
   uint32_t dispatches_ = 0, barriers_ = 0;
   std::vector<DispatchTiming> timings_;
+  std::vector<const Pipeline*> used_;
   std::vector<uint64_t> query_results_;
   double gpu_total_ms_ = 0;
   Status deferred_;  // a recording-time failure reported by end()
