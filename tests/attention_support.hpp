@@ -57,6 +57,7 @@ inline AttentionParams model(const std::string& name, int H, int D, uint32_t see
       p.omega.push_back(w);
       p.omega.push_back(-w);
     }
+    if (D % 2 == 1) p.omega.push_back(0.0);  // an odd head dim: one dim without rotation
     HeadParams hp;
     const double mu0 = (h < std::max(1, H / 4)) ? 0.0 : 0.05 * wmax;
     hp.mu = m1 ? mu0 * 5.0 / 511.0 : mu0;
@@ -375,10 +376,13 @@ inline void check_model(const AttentionParams& p, int B, int N, int times, int c
 }
 
 // The probe of rows [5, N) x all columns of head 2 in each of `rows` (batch rows), after a run in
-// calls of `chunk` rows, against the twin's Ahat and A (M2, H = 3, D = 8, N = 61, B = 2, irregular
-// times). The probes read the row statistics the fused kernel wrote: this checks the path that wrote them.
-inline void check_probe_after(const AttentionPath& ap, int chunk, std::initializer_list<uint32_t> rows, double tol) {
-  const AttentionParams p = model("M2", 3, 8);
+// calls of `chunk` rows, against the twin's Ahat and A (M2, H = 3, D = 8 unless given, N = 61,
+// B = 2, irregular times). The probes read the row statistics the fused kernel wrote: this checks
+// the path that wrote them.
+inline void check_probe_after(const AttentionPath& ap, int chunk, std::initializer_list<uint32_t> rows, double tol,
+                              int D = 8) {
+  CAPTURE(D);
+  const AttentionParams p = model("M2", 3, D);
   const int N = 61;
   const Inputs in = make_inputs(p, 2, N, 9, 1);
   const ref::AttentionOutputs r = twin(p, in, true);
@@ -407,9 +411,9 @@ inline void check_probe_after(const AttentionPath& ap, int chunk, std::initializ
 
 // One of 8 settings (mask 0..7) that together turn every variant switch on and off: causal or not,
 // output norm, shift rotation, gate, counter-rotation, each covariance, bias and precision (M2,
-// H = 3, D = 16, per-mask head parameters).
-inline AttentionParams switch_variant(int mask) {
-  AttentionParams p = model("M2", 3, 16, 17 + (uint32_t)mask);
+// H = 3, D = 16 unless given, per-mask head parameters).
+inline AttentionParams switch_variant(int mask, int H = 3, int D = 16) {
+  AttentionParams p = model("M2", H, D, 17 + (uint32_t)mask);
   p.sw.causal = (mask & 1) == 0;
   p.sw.complex_output_norm = (mask & 4) != 0;
   p.sw.shift_rotation = mask != 3;
@@ -444,7 +448,8 @@ inline AttentionPath tile_path(int lag_table, bool kv_f16, int f16_math = 0, int
 
 inline std::string describe(const AttentionPath& p) {
   const std::string walk = p.kernels.attention_tile == 1
-                               ? (p.kernels.attention_coopmat == 1 ? "tile coopmat"
+                               ? (p.kernels.attention_coopmat == 2   ? "tile coopmat emulated"
+                                  : p.kernels.attention_coopmat == 1 ? "tile coopmat"
                                   : p.kernels.attention_f16_math == 1 ? "tile f16"
                                                                       : "tile")
                            : p.kernels.attention_direct_kv == 1 ? "direct"

@@ -256,3 +256,33 @@ TEST_CASE("learned accumulated steps: the token ids' angles on the GPU equal the
   CHECK_FALSE(s.ok());
   CHECK(s.message().find("token ids") != std::string::npos);
 }
+
+TEST_CASE("accumulated phases at any head dim: the scan, the rotate pass and the fused kernel") {
+  // D not a power of two (and odd): the phase scan's threads per (row, head, dim), the rotate pass
+  // and the fused kernel on the walk from the cache, the tile and split-k over fp16 caches.
+  const ref::AccValueRotation modes[] = {ref::AccValueRotation::none, ref::AccValueRotation::counter_rotate,
+                                         ref::AccValueRotation::rotate_only};
+  int k = 0;
+  for (int D : {12, 20, 40, 80, 128, 7})
+    for (const AttentionPath& ap : {path(1, 0, 0, false), tile_path(1, false), path(0, 1, 3, true)}) {
+      const PhaseSource phase = k % 2 == 0 ? PhaseSource::accumulated_rope : PhaseSource::accumulated_random;
+      const ref::AccValueRotation values = modes[k++ % 3];
+      const bool decode = ap.kernels.attention_split_k > 1;
+      const int B = decode ? 2 : 1, N = decode ? 9 : 37, chunk = decode ? 1 : 13;
+      CAPTURE(D);
+      CAPTURE((int)phase);
+      CAPTURE((int)values);
+      CAPTURE(describe(ap));
+      const AttentionParams p = acc_limit(2, D, phase, values, 70 + (uint32_t)k);
+      const Inputs in = make_inputs(p, B, N, 90 + (uint32_t)k, 0);
+      const ref::AccOutputs r = acc_twin(p, in, values);
+      Fixture f(p, in, 0, ap);
+      const GpuRun g = f.run(chunk);
+      const double tol = ap.kv_f16 ? kTolF16 : kTol;
+      CHECK_CLOSE_VEC(g.out, ref::pack_complex(r.est, B * N, 2, D), tol, tol);
+      std::vector<float> lse;
+      const auto mx = f.trim(g.row_max), sm = f.trim(g.row_sum);
+      for (size_t i = 0; i < mx.size(); ++i) lse.push_back(mx[i] + std::log(sm[i]));
+      CHECK_CLOSE_VEC(lse, r.row_lse, tol, tol);
+    }
+}

@@ -258,3 +258,23 @@ TEST_CASE("an AFA head's kernel curves (the viewer's panel) equal the twin's") {
       }
     }
 }
+
+TEST_CASE("AFA at any head dim: every walk, decode merges and fp16 caches") {
+  // D not a power of two (and odd): the per-channel arrays, the key tiles and the merge of the
+  // threads that share a decode row's keys (DC components a round, a divisor of D).
+  int k = 0;
+  for (int D : {12, 20, 40, 48, 80, 96, 128, 7})
+    for (const AttentionPath& ap : {path(1, 1, -1, false), path(0, 1, -1, true)}) {
+      const AfaPrecision prec = k % 3 == 0 ? AfaPrecision::channel_sum : k % 3 == 1 ? AfaPrecision::one_channel
+                                                                                     : AfaPrecision::weighted;
+      const bool unitary = k % 2 == 1, mix = k % 4 == 2, decode = (k / 2) % 2 == 0;
+      ++k;
+      CAPTURE(D);
+      CAPTURE(describe(ap));
+      CAPTURE(prec_name(prec));
+      CAPTURE(decode);
+      const AttentionParams p = afa(2, D, 300 + (uint32_t)k, prec, unitary, mix, true);
+      const Inputs in = make_inputs(p, decode ? 2 : 1, decode ? 9 : 37, 40 + (uint32_t)k, k % 3);
+      check_afa(p, in, decode ? 1 : 13, ap, ap.kv_f16 ? kTolF16 : kTol);
+    }
+}

@@ -194,3 +194,22 @@ TEST_CASE("RT-RFA: a zero query or key is at distance |qh - kh|^2, as in the twi
   }
   check_rt(p, in, 20, AttentionPath{}, kTol);
 }
+
+TEST_CASE("RT-RFA at any head dim: every walk, decode merges and fp16 caches") {
+  // D not a power of two (and odd): the unit directions of the rotate pass, the key tiles and the
+  // merge of the threads that share a decode row's keys (DC components a round, a divisor of D).
+  int k = 0;
+  for (int D : {12, 20, 40, 48, 80, 96, 128, 7})
+    for (const AttentionPath& ap : {path(1, 1, -1, false), path(0, 1, -1, true)}) {
+      const RtCovariance cov = k % 2 == 0 ? RtCovariance::stationary : RtCovariance::ou_rate;
+      const RtKernel kernel = k % 4 < 2 ? RtKernel::student_t : RtKernel::gaussian;
+      const bool decode = (k / 2) % 2 == 0;
+      ++k;
+      CAPTURE(D);
+      CAPTURE(describe(ap));
+      CAPTURE(decode);
+      const AttentionParams p = rt(2, D, 500 + (uint32_t)k, cov, kernel, true);
+      const Inputs in = make_inputs(p, decode ? 2 : 1, decode ? 9 : 37, 60 + (uint32_t)k, k % 3);
+      check_rt(p, in, decode ? 1 : 13, ap, ap.kv_f16 ? kTolF16 : kTol);
+    }
+}

@@ -120,7 +120,6 @@ void check_coopmat_tile(int coopmat) {
   int k = 0;
   for (const AttentionPath& ap : {tile_path(1, false, 0, coopmat), tile_path(0, true, 0, coopmat)})
     for (const Shape& s : kShapes) {
-      if (s.D < 8) continue;  // 2D must fill whole 16-wide blocks: D = 4 keeps the scalar tile
       CAPTURE(describe(ap));
       CAPTURE(s.N);
       CAPTURE(s.D);
@@ -251,7 +250,8 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
   CHECK(t.f16_math);
   CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, 32, true, false));
   CHECK(!ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 4096).f16_math);  // off unless asked
-  // Cooperative matrices: only on request, on a device that has them, for D >= 8.
+  // Cooperative matrices: only on request, on a device that has them, for any D (2D zero-padded to
+  // whole 16-wide blocks).
   KernelOptions cm;
   cm.attention_tile = 1;
   cm.attention_coopmat = 1;
@@ -262,7 +262,7 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
   gpu::Capabilities nv = gpu_caps;
   nv.coopmat_nv = true;
   CHECK(!ops::choose_attention_tiling(nv, none, 512, 32, 8, 4096).coopmat);  // off unless asked
-  for (uint32_t D : {8u, 16u, 32u, 64u})
+  for (uint32_t D : {4u, 8u, 12u, 16u, 32u, 64u})
     for (bool gate : {false, true}) {
       CAPTURE(D);
       CAPTURE(gate);
@@ -275,13 +275,18 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
       CHECK(u.shared_bytes <= nv.max_shared_memory);
       CHECK(ops::attention_kernel_name("rfa_attention", u, true) == "rfa_attention_tile_cm_kv16");
     }
-  t = ops::choose_attention_tiling(nv, cm, 100, 4, 8, 4096);
-  CHECK(t.tile);
-  CHECK(!t.coopmat);  // D = 4: 2D is not a whole 16-wide block
-  // A device with little shared memory: smaller tiles, or none.
+  // A device with little shared memory: smaller tiles (keys below 16 once the rows are at their
+  // minimum: D = 64 with the gate's energies on 16 KiB), or none.
   gpu_caps.max_shared_memory = 16384;
   t = ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 4096);
   CHECK(t.tile);
   CHECK(t.shared_bytes <= 16384);
-  CHECK(!ops::choose_attention_tiling(gpu_caps, none, 512, 64, 8, 4096, true).tile);
+  t = ops::choose_attention_tiling(gpu_caps, none, 512, 64, 8, 4096, true);
+  CHECK(t.tile);
+  CHECK(t.keys_per_tile == 8);
+  CHECK(t.shared_bytes <= 16384);
+  gpu_caps.max_shared_memory = 8192;
+  t = ops::choose_attention_tiling(gpu_caps, none, 512, 64, 8, 4096, true);
+  CHECK(!t.tile);
+  CHECK(t.why.find("tile refused") != std::string::npos);
 }

@@ -196,6 +196,16 @@ TEST_CASE("flag combinations the reference cannot run are rejected") {
   expect_error(cfg("lm", R"("d_k_total": 128)"), {"d_k_total (128)", "d_v_total (256)"});
   expect_error(cfg("lm", R"("n_heads": 3)"), {"d_k_total (256)", "not divisible", "n_heads (3)"});
   expect_error(cfg("lm", R"("n_heads": 2, "d_k_total": 6, "d_v_total": 6)"), {"odd", "use_complex_conj_constraint"});
+  // Any head dim up to the kernels' limit loads (12, 20, 40, 48, 80, 96, 128; odd without the
+  // conjugate constraint); past it the error names the field, the head dim and the limit.
+  for (int D : {12, 20, 40, 48, 80, 96, 128})
+    CHECK(expect_ok(cfg("lm", R"("n_heads": 2, "d_k_total": )" + std::to_string(2 * D) + R"(, "d_v_total": )" +
+                                  std::to_string(2 * D)))
+              .head_dim() == D);
+  CHECK(expect_ok(cfg("lm", R"("n_heads": 1, "d_k_total": 7, "d_v_total": 7, "use_complex_conj_constraint": false)"))
+            .head_dim() == 7);
+  expect_error(cfg("lm", R"("n_heads": 2, "d_k_total": 260, "d_v_total": 260)"),
+               {"head dim", "d_k_total/n_heads", "130", "exceeds 128"});
   expect_error(cfg("lm", R"("norm": "none")"), {"none", "use_real_input_norm"});
   expect_error(cfg("lm", R"("norm": "none", "use_real_input_norm": false)"), {"use_real_output_norm"});
   expect_error(cfg("signal", ""), {"d_in", "signal"});

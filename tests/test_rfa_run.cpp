@@ -214,3 +214,50 @@ TEST_CASE("rfa-run --summary --json describes every head as valid JSON") {
     if (regime == "brownian") CHECK(h["alpha"].is_null());  // infinite stationary variance
   }
 }
+
+TEST_CASE("rfa-run at any head dim: prefill, --stream and --kv f16 equal the CPU twin on every forced path") {
+  // Head dims the kernels used to refuse (d_k_total / n_heads = 20, 48, 12, 40, 96, 7): the model
+  // loads, runs on the GPU through each forced path and matches the double-precision twin.
+  std::string dir = test::temp_dir("rfa-run-head-dims");
+  write_signal(dir + "/sig.npy", 2, 21, 2);
+  std::vector<int64_t> ids(19);
+  for (int i = 0; i < 19; ++i) ids[i] = (i * 37) % 50;
+  REQUIRE(write_npy_i64(dir + "/ids.npy", {19}, ids).ok());
+  struct Case {
+    const char* name;
+    std::string make, input, env;
+  };
+  const std::string sig = "--signal " + dir + "/sig.npy", tok = "--tokens " + dir + "/ids.npy";
+  const Case cases[] = {
+      {"d20", "--arch signal --layers 2 --heads 2 --d-e 24 --d-k 40", sig, ""},
+      {"d48-tile", "--arch lm --layers 1 --heads 2 --d-e 32 --d-k 96 --vocab 50", tok, "RFA_ATTN_TILE=1"},
+      {"d12-afa", "--arch signal --layers 1 --heads 2 --d-e 16 --d-k 24 --set 'attention_variant=\"afa\"'", sig,
+       "RFA_ATTN_DIRECT_KV=0"},
+      {"d40-rt", "--arch signal --layers 1 --heads 1 --d-e 16 --d-k 40 --set 'attention_variant=\"rt\"' "
+                 "--set 'norm=\"rms_norm\"' --set use_real_input_norm=false", sig, ""},
+      {"d96-split", "--arch signal --layers 1 --heads 1 --d-e 16 --d-k 96", sig, "RFA_ATTN_SPLIT_K=3 RFA_ATTN_LAG_TABLE=0"},
+      {"d7-odd", "--arch signal --layers 1 --heads 2 --d-e 12 --d-k 14 --set use_complex_conj_constraint=false", sig,
+       "RFA_ATTN_TILE=1 RFA_ATTN_COOPMAT=2"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const std::string m = make_model(c.name, c.make), env = c.env.empty() ? "" : "env " + c.env + " ";
+    auto run_env = [&](const std::string& args) {
+      const std::string cmd = env + bin("rfa-run") + " --model " + m + " " + c.input + " " + args + " > /dev/null 2>&1";
+      const int rc = std::system(cmd.c_str());
+      return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    };
+    const std::string gpu = dir + "/gpu-" + c.name, cpu = dir + "/cpu-" + c.name, st = dir + "/stream-" + c.name,
+                      f16 = dir + "/f16-" + c.name;
+    REQUIRE(run_env("--dump " + gpu + " --dump-attention 0:1") == 0);
+    REQUIRE(run("--model " + m + " " + c.input + " --dump " + cpu + " --dump-attention 0:1 --cpu-reference") == 0);
+    const std::vector<double> g = load(gpu + "/output.npy"), r = load(cpu + "/output.npy");
+    CHECK_CLOSE_VEC(as_float(g), r, 2e-4, 2e-4);
+    CHECK_CLOSE_VEC(as_float(load(gpu + "/attn_L0_H1.npy")), load(cpu + "/attn_L0_H1.npy"), 1e-5, 1e-4);
+    REQUIRE(run_env("--dump " + st + " --stream") == 0);
+    CHECK_CLOSE_VEC(as_float(load(st + "/output.npy")), r, 2e-4, 2e-4);
+    // fp16 K/V caches: within the bound of docs/math.md §9 (8 * 2^-11, abs or rel).
+    REQUIRE(run_env("--dump " + f16 + " --kv f16") == 0);
+    CHECK_CLOSE_VEC(as_float(load(f16 + "/output.npy")), r, 8.0 / 2048, 8.0 / 2048);
+  }
+}

@@ -25,9 +25,14 @@ std::atomic<uint64_t> g_messages{0};
 std::mutex g_mutex;
 std::vector<std::pair<std::string, std::unique_ptr<rfa::Context>>> g_contexts;  // by kernel options
 
+// Every field: two paths that differ in any option must not share a context (a context created for
+// the cooperative tile once served a later request for the shared-memory key tiles, and the
+// reverse, whichever came first).
 std::string key_of(const KernelOptions& k) {
   return k.linear + "|" + std::to_string(k.attention_direct_kv) + "|" + std::to_string(k.attention_lag_table) + "|" +
-         std::to_string(k.attention_split_k) + "|" + std::to_string(k.push_descriptors);
+         std::to_string(k.attention_split_k) + "|" + std::to_string(k.attention_tile) + "|" +
+         std::to_string(k.attention_f16_math) + "|" + std::to_string(k.attention_coopmat) + "|" +
+         std::to_string(k.push_descriptors);
 }
 }  // namespace
 

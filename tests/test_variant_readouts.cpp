@@ -280,3 +280,21 @@ TEST_CASE("RT-RFA readouts: a key without direction carries no weight and no sta
   CHECK(r7.tomo[ops::kTomoLogZ] == -INFINITY);
   for (float v : r7.P) CHECK(v == 0.f);
 }
+
+TEST_CASE("AFA and RT-RFA readouts at any head dim") {
+  // D not a power of two (and odd): the probes' row diagnostics, the tomography rows (tau over
+  // sqrt(2D)) and P of both mechanisms, fp32 and fp16 caches, prefill and decode-built caches.
+  const Case cases[] = {{1, 2, 12, 37, 37, 1, false}, {1, 1, 20, 29, 1, 0, true}, {1, 2, 40, 23, 7, 2, false},
+                        {1, 1, 96, 19, 19, 1, true},  {1, 1, 128, 17, 5, 0, false}, {1, 2, 7, 31, 31, 1, false}};
+  int k = 0;
+  for (const Case& c : cases) {
+    std::mt19937 rng(1100 + (uint32_t)k);
+    const AfaPrecision prec = k % 3 == 0 ? AfaPrecision::channel_sum : k % 3 == 1 ? AfaPrecision::one_channel
+                                                                                   : AfaPrecision::weighted;
+    check_layer(make_afa_params(c.H, c.D, rng, prec, k % 2 == 1, false, true), c, 1200 + (uint32_t)k);
+    check_layer(make_rt_params(c.H, c.D, rng, k % 2 == 0 ? RtCovariance::stationary : RtCovariance::ou_rate,
+                               k % 4 < 2 ? RtKernel::student_t : RtKernel::gaussian, k % 3 != 2),
+                c, 1300 + (uint32_t)k);
+    ++k;
+  }
+}

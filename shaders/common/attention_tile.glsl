@@ -15,8 +15,10 @@
 // holds that row's (m, l) from phase C and runs the kernel's epilogue unchanged.
 //
 // Shapes (specialization constants, chosen by ops::choose_attention_tiling): S threads share a row
-// group (S divides D and BK), NR = WG / S row threads, TR = BQ / NR rows, TC = BK / S keys and
-// TD = D / S dims per thread. Strides are padded by one element so that the S threads of a row
+// group (S divides D and BK: the largest power of two up to 8 dividing D), NR = WG / S row threads,
+// TR = BQ / NR rows, TC = BK / S keys and TD = D / S dims per thread. Any D: every array is sized
+// from these constants, and the loops over D run in whole rounds (the hand-over's last round of
+// OUT_CHUNK dims may be partial). Strides are padded by one element so that the S threads of a row
 // group read different banks. With RFA_TILE_F16 the Q, K and V tiles hold fp16 and the products
 // of phases A and D are fp16 (one rounding each); every sum, the softmax statistics and the
 // accumulators stay fp32 (docs/math.md §9 bounds the error).
@@ -53,10 +55,13 @@ const uint OUT_CHUNK = D < BKP ? D : BK;  // dims per round of the final hand-ov
 // components are interleaved (re, im), so Re(conj(q) k) is a real dot product over 2D halves:
 // phase A is Qh (BQ x 2D) Kh^T, phase D is (p E)h (BQ x BK) Vh (BK x 2D), its fp32 result added to
 // the rescaled accumulators. Strides are multiples of 8 halves / 4 floats (16-byte rows).
-const uint HS = 2 * D + 8;   // the halves of a Q/K/V tile row
+// Any D: the 2D halves of a row are zero-padded to D2, whole 16-wide blocks (D = 12: 24 -> 32);
+// zero Q and K halves add nothing to a cross term, and the P V columns past 2D are never read.
+const uint D2 = (2 * D + 15) / 16 * 16;
+const uint HS = D2 + 8;      // the halves of a Q/K/V tile row
 const uint CS = BK + 4;      // the floats of a logit row
 const uint PS = BK + 8;      // the halves of a weight row
-const uint VS = 2 * D + 4;   // the floats of a P V row
+const uint VS = D2 + 4;      // the floats of a P V row
 shared float16_t tq[BQ * HS];
 shared float16_t tkv[BK * HS];
 shared float tlog[BQ * CS];   // cross terms (the MMA's result), then logits, then p E

@@ -21,6 +21,15 @@
     tq[r * DP + e % D] = TILE_T(x);
 #endif
   }
+#if RFA_TILE_CM
+  // Halves [2D, D2) of every Q and K/V row: zero once (the staging loops never write them), so
+  // the padded blocks add exactly nothing (uninitialised shared memory could hold NaN bits).
+  for (uint e = tid; e < (BQ + BK) * (D2 - 2 * D); e += WG) {
+    const uint r = e / (D2 - 2 * D), c = 2 * D + e % (D2 - 2 * D);
+    if (r < BQ) tq[r * HS + c] = float16_t(0.0);
+    else tkv[(r - BQ) * HS + c] = float16_t(0.0);
+  }
+#endif
 #if !RFA_SDPA
   for (uint r = tid; r < BQ; r += WG) {
     const bool live = q0 + r < pc.n_new;
@@ -58,7 +67,7 @@
     for (uint t = gl_SubgroupID; t < (BQ / 16) * (BK / 16); t += gl_NumSubgroups) {
       const uint mi = t / (BK / 16), ni = t % (BK / 16);
       CM_ZERO();
-      for (uint kk = 0; kk < 2 * D / 16; ++kk)  // K^T: the K rows read as columns
+      for (uint kk = 0; kk < D2 / 16; ++kk)  // K^T: the K rows read as columns
         CM_MMA(tq, mi * 16 * HS + kk * 16, HS, false, tkv, ni * 16 * HS + kk * 16, HS, true);
       CM_STORE(tlog, mi * 16 * CS + ni * 16, CS);
     }
@@ -159,8 +168,8 @@
 
     // D. Value aggregation, TR rows x TD dims per thread.
 #if RFA_TILE_CM
-    for (uint t = gl_SubgroupID; t < (BQ / 16) * (2 * D / 16); t += gl_NumSubgroups) {
-      const uint mi = t / (2 * D / 16), ni = t % (2 * D / 16);
+    for (uint t = gl_SubgroupID; t < (BQ / 16) * (D2 / 16); t += gl_NumSubgroups) {
+      const uint mi = t / (D2 / 16), ni = t % (D2 / 16);
       CM_ZERO();
       for (uint kk = 0; kk < BK / 16; ++kk)
         CM_MMA(tp16, mi * 16 * PS + kk * 16, PS, false, tkv, kk * 16 * HS + ni * 16, HS, false);
@@ -214,7 +223,9 @@
       }
     barrier();
     // Every thread reads (those past BQ the last row, unused): see the cooperative-matrix branch.
-    [[unroll]] for (uint k = 0; k < OUT_CHUNK; ++k) acc[c0 + k] = tpe[min(tid, BQ - 1) * OUT_CHUNK + k];
+    // The last round may be partial (D not a multiple of OUT_CHUNK, e.g. D = 40 with BK = 32).
+    [[unroll]] for (uint k = 0; k < OUT_CHUNK; ++k)
+      if (c0 + k < D) acc[c0 + k] = tpe[min(tid, BQ - 1) * OUT_CHUNK + k];
     barrier();
   }
 #endif

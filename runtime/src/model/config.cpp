@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/file_util.hpp"
+#include "model/limits.hpp"
 
 namespace rfa {
 
@@ -200,6 +201,10 @@ Status validate(const ModelConfig& c, const std::string& label) {
     return bad("args.d_k_total (" + std::to_string(a.d_k_total) + ") is not divisible by args.n_heads (" +
                std::to_string(a.n_heads) + ")");
   const int D = a.d_k_total / a.n_heads;
+  if (D > kMaxHeadDim)
+    return bad("head dim d_k_total/n_heads = " + std::to_string(a.d_k_total) + "/" + std::to_string(a.n_heads) + " = " +
+               std::to_string(D) + " exceeds " + std::to_string(kMaxHeadDim) +
+               ", the largest head dim the attention kernels run (more heads, or a smaller d_k_total)");
   if (a.use_complex_conj_constraint && D % 2 != 0)
     return bad("head dim d_k_total/n_heads = " + std::to_string(D) +
                " is odd, but use_complex_conj_constraint pairs frequencies as +-omega (needs an even head dim)");

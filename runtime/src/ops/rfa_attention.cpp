@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "model/limits.hpp"
 #include "ops/afa_attention.hpp"
 #include "ops/rt_attention.hpp"
 #include "push_layouts.h"
@@ -30,9 +31,11 @@ float clamp_float(double x) {  // -1e30-style "no clamp" values stay finite in f
 
 Status check_dims(const AttentionParams& p) {
   if (p.heads < 1) return make_error(Code::invalid_argument, "rfa attention: heads must be >= 1");
-  if (p.dim != 4 && p.dim != 8 && p.dim != 16 && p.dim != 32 && p.dim != 64)
-    return make_error(Code::unsupported, "rfa attention: head dim D = " + std::to_string(p.dim) +
-                                             " (supported: 4, 8, 16, 32, 64)");
+  // Any D up to kMaxHeadDim: the kernels take D as a specialisation constant, and the choosers
+  // pick divisors of D for the per-thread chunks (merge_chunk_for, the tile's threads_per_row).
+  if (p.dim < 1 || p.dim > kMaxHeadDim)
+    return make_error(Code::unsupported, "rfa attention: head dim D = " + std::to_string(p.dim) + " (supported: 1 to " +
+                                             std::to_string(kMaxHeadDim) + ")");
   const size_t HD = (size_t)p.heads * p.dim;
   if (p.head.size() != (size_t)p.heads || p.omega.size() != HD)
     return make_error(Code::invalid_argument, "rfa attention: params.head must have heads entries and params.omega heads*dim");
@@ -237,29 +240,49 @@ uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16,
   const uint32_t common = rows * 4                                // tscale
                           + (gate ? rows * (keys + 1) * 4 : 4)    // ten: the gate's energies
                           + rows * (4 + 8) + keys * (4 + 8);      // tqn, tqt; tkn, tkt
-  if (coopmat)  // halves for Q, K/V and the weights; floats for logits, E and P V (attention_tile.glsl)
-    return (rows + keys) * (2 * dim + 8) * 2 + rows * (keys + 4) * 4 + rows * (keys + 1) * 4 + rows * (keys + 8) * 2 +
-           rows * (2 * dim + 4) * 4 + common;
+  if (coopmat) {  // halves for Q, K/V and the weights; floats for logits, E and P V (attention_tile.glsl)
+    const uint32_t d2 = (2 * dim + 15) / 16 * 16;  // 2D halves zero-padded to whole 16-wide blocks
+    return (rows + keys) * (d2 + 8) * 2 + rows * (keys + 4) * 4 + rows * (keys + 1) * 4 + rows * (keys + 8) * 2 +
+           rows * (d2 + 4) * 4 + common;
+  }
   const uint32_t elt = f16 ? 4 : 8;  // one complex component of the Q, K/V tiles
   return (rows + keys) * (dim + 1) * elt  // tq, tkv
          + rows * (keys + 1) * 8          // tpe: (logit, E) per pair
          + common;
 }
 
+uint32_t merge_chunk_for(uint32_t dim) {
+  uint32_t dc = std::clamp<uint32_t>(dim, 1, 8);
+  while (dim % dc != 0) --dc;
+  return dc;
+}
+
+uint32_t tile_threads_per_group(uint32_t dim) {
+  uint32_t s = 8;
+  while (s > 1 && dim % s != 0) s /= 2;
+  return s;
+}
+
 namespace {
 // The cooperative tile for prefill-sized calls (see common/attention_tile.glsl): 128 threads in
-// groups of S = 8 (4 at D = 4) sharing keys and dims, 64 query rows and 32 keys a tile, halved
-// (keys first, then rows) until the tile fits the device's shared memory. Returns false when it
-// cannot fit at all. Cooperative matrices need whole 16 x 16 blocks and subgroups that tile the
-// workgroup.
+// groups of S sharing keys and dims (S = 8, or the largest power of two dividing D: 4 at D = 12 or
+// 20; 64 threads when S = 1 so that a row group is at most the tile's 64 rows), 64 query rows and
+// 32 keys a tile, halved (keys first, then rows) until the tile fits the device's shared memory.
+// Large D (a key row is D complex values): once the rows reach their minimum, keys go on halving
+// down to S (TC = BK / S >= 1): at D = 128 a scalar 16 x 16 tile needs 35 KiB, more than 32 KiB
+// devices have, and 16 rows x 8 keys fit in 27 KiB. Returns false when it cannot fit at all.
+// Cooperative matrices need whole 16 x 16 blocks (2D is zero-padded to a multiple of 16 halves)
+// and subgroups that tile the workgroup.
 bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, bool coopmat, AttentionTiling& t) {
-  const uint32_t wg = caps.max_workgroup_invocations >= 128 ? 128 : 64;
-  const uint32_t s = std::min<uint32_t>(8, dim), nr = wg / s;
-  if (coopmat && (dim < 8 || caps.subgroup_size == 0 || wg % caps.subgroup_size != 0)) return false;
+  const uint32_t s = tile_threads_per_group(dim);
+  const uint32_t wg = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s), nr = wg / s;
+  if (coopmat && (caps.subgroup_size == 0 || wg % caps.subgroup_size != 0)) return false;
+  const uint32_t min_bk = coopmat ? 16 : std::max<uint32_t>(s, 4);
   uint32_t bq = 64, bk = 32;
   while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat) > caps.max_shared_memory) {
     if (bk > 16) bk /= 2;
     else if (bq > std::max<uint32_t>(nr, 16)) bq /= 2;
+    else if (bk > min_bk) bk /= 2;  // large D: fewer keys a tile rather than no tile
     else return false;
   }
   t.workgroup = wg;
@@ -303,7 +326,7 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   }
   t.threads_per_row = max_wg / t.rows_per_group;
   t.workgroup = t.rows_per_group * t.threads_per_row;
-  t.merge_chunk = std::min<uint32_t>(dim, 8);
+  t.merge_chunk = merge_chunk_for(dim);
   const uint32_t red = t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1;
   const uint32_t fin = t.threads_per_row > 1 ? t.rows_per_group * dim : 1;
   // Shared memory: key and value tiles (BK * D complex each), |K|^2 and (hi, lo) times per key, the
@@ -381,7 +404,11 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                (tt.lag_table ? ", integer lags from the table" : ", every pair's terms computed");
       return tt;
     }
-    tile_why = ", tile refused: " + std::to_string(tile_shared_bytes(16, 16, dim, f16, gate, false)) +
+    const uint32_t s_min = tile_threads_per_group(dim);  // the smallest tile choose_tile tries
+    const uint32_t nr_min = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s_min) / s_min;
+    tile_why = ", tile refused: " +
+               std::to_string(tile_shared_bytes(std::max<uint32_t>(nr_min, 16), std::max<uint32_t>(s_min, 4), dim, f16,
+                                                gate, false)) +
                " B of shared memory needed at least, the device has " + std::to_string(caps.max_shared_memory);
   }
   t.groups_x *= t.splits;
@@ -579,7 +606,7 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (t.splits == 1) return Status::Ok();
   // Split-k reduce: one thread per row merges its splits and runs the epilogue.
   gpu::SpecConstants rspec;
-  rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(std::min<uint32_t>(D, 8)).u32(1).u32(1);
+  rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(merge_chunk_for(D)).u32(1).u32(1);
   switches(rspec);
   rspec.flag(false).u32(t.splits).u32((uint32_t)p.phase);
   auto reduce = ctx.pipelines().get<AttentionPush>("rfa_attention_reduce", rspec);

@@ -105,6 +105,12 @@ struct AttentionTiling {
   uint32_t shared_bytes = 0;        // the tile's shared memory (0: the other paths)
   std::string why;                  // one line: which path and why
 };
+// The complex components the threads of a row merge per round (DC): the largest divisor of D up
+// to 8, so that any D runs the merge's loops in whole rounds.
+uint32_t merge_chunk_for(uint32_t dim);
+// The cooperative tile's threads per row group (S): the largest power of two up to 8 dividing D
+// (S must divide D, for each thread's dims, and the power-of-two key tiles).
+uint32_t tile_threads_per_group(uint32_t dim);
 // The shared memory of the cooperative tile for a shape (what the shader declares).
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat = false);
 // Split-k applies to calls of at most this many query rows per (batch row, head).

@@ -36,7 +36,7 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
   rec.dispatch(**pipe, bindings, &push, t.groups_x, H, B, "sdpa");
   if (t.splits > 1) {
     gpu::SpecConstants rspec;  // the reduce pass: one thread per row
-    rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(std::min<uint32_t>(D, 8)).u32(1).u32(1).flag(causal).flag(false)
+    rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(merge_chunk_for(D)).u32(1).u32(1).flag(causal).flag(false)
         .u32(t.splits);
     auto reduce = ctx.pipelines().get<shader::AttentionPush>("sdpa_reduce", rspec);
     if (!reduce) return reduce.status();
