@@ -147,7 +147,10 @@ std::string json_string(const std::string& s) {
 
 std::string spec_list(const std::vector<uint32_t>& spec) {
   std::string o;
-  for (size_t i = 0; i < spec.size(); ++i) o += (i ? "," : "") + std::to_string(spec[i]);
+  for (size_t i = 0; i < spec.size(); ++i) {
+    if (i) o += ',';  // appended apart: g++ 12's -Wrestrict misfires on ("," + std::string)
+    o += std::to_string(spec[i]);
+  }
   return o;
 }
 
@@ -170,8 +173,10 @@ std::string stats_json(const std::string& driver, const std::vector<gpu::Pipelin
       o += (e ? "," : "");
       o += "{\"name\":" + json_string(ex.name) + ",\"description\":" + json_string(ex.description) +
            ",\"subgroup_size\":" + std::to_string(ex.subgroup_size) + ",\"statistics\":{";
-      for (size_t i = 0; i < ex.statistics.size(); ++i)
-        o += (i ? "," : "") + json_string(ex.statistics[i].name) + ":" + ex.statistics[i].text();
+      for (size_t i = 0; i < ex.statistics.size(); ++i) {
+        if (i) o += ',';
+        o += json_string(ex.statistics[i].name) + ":" + ex.statistics[i].text();
+      }
       o += "}}";
     }
     o += "]}";

@@ -15,7 +15,10 @@ namespace {
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';  // appended apart: g++ 12's -Wrestrict misfires on ("," + std::string)
+    out += std::to_string(s[i]);
+  }
   return out + "]";
 }
 

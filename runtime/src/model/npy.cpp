@@ -215,7 +215,10 @@ Status write_npy(const std::string& path, const std::vector<int64_t>& shape, con
     return make_error(Code::invalid_argument, path + ": shape needs " + std::to_string(n) + " values, " +
                                                   std::to_string(count) + " given");
   std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";
-  for (size_t i = 0; i < shape.size(); ++i) dict += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) dict += ", ";  // appended apart: g++ 12's -Wrestrict misfires on (", " + std::string)
+    dict += std::to_string(shape[i]);
+  }
   if (shape.size() == 1) dict += ",";  // numpy writes "(3,)" for one dimension, "(2, 3)" for more
   dict += "), }";
   // Pad so that magic + lengths + header is a multiple of 64, ending with '\n' (numpy >= 1.24 style).
