@@ -226,6 +226,15 @@ HANDLE open_for_child(const std::string& path) {
 
 }  // namespace
 
+bool under_wine() {
+#if defined(_WIN32)
+  HMODULE ntdll = ::GetModuleHandleA("ntdll.dll");
+  return ntdll && ::GetProcAddress(ntdll, "wine_get_version") != nullptr;
+#else
+  return false;
+#endif
+}
+
 std::string tool_path(const std::string& name) {
   const char* b = std::getenv("RFA_BUILD_DIR");
 #if defined(_WIN32)

@@ -62,6 +62,9 @@ class ScopedEnv {
 };
 void set_env(const char* name, const char* value);  // value nullptr: unset
 
+// Whether this Windows program runs under Wine (ntdll exports wine_get_version); false elsewhere.
+bool under_wine();
+
 // A program of this build (RFA_BUILD_DIR/name, with .exe on Windows).
 std::string tool_path(const std::string& name);
 // Runs that program without a shell (posix_spawn / CreateProcessW), so the tests drive it alike on
