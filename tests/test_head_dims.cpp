@@ -28,7 +28,7 @@ using namespace rfa::test;
 namespace {
 
 // The head dims of the sweep: every one the kernels used to refuse, the largest, and two odd ones.
-const int kDims[] = {128};
+const int kDims[] = {12, 20, 24, 40, 48, 80, 96, 128, 7, 3};
 
 // fp16 products and cooperative matrices: four roundings where the fp16 cache has one
 // (tests/test_attention_tile.cpp states the bound).
@@ -66,6 +66,9 @@ TEST_CASE("any head dim: every kernel path and every switch match the twin") {
   int di = 0;
   for (int D : kDims) {
     for (size_t pi = 0; pi < paths.size(); ++pi) {
+      // D >= 80: half the paths each (alternating, so every path runs at one or two of them): lavapipe
+      // compiles such a kernel in 10-40 s, one per switch setting.
+      if (D >= 80 && pi % 2 != (size_t)di % 2) continue;
       const AttentionPath& ap = paths[pi].path;
       const double tol = paths[pi].tol;
       const int mask = (int)(pi + (size_t)di) % 8;  // every switch setting at every D and on every path
@@ -78,13 +81,15 @@ TEST_CASE("any head dim: every kernel path and every switch match the twin") {
       CAPTURE(D);
       CAPTURE(describe(ap));
       CAPTURE(mask);
-      fprintf(stderr, "PROGRESS D=%d %s mask=%d\n", D, describe(ap).c_str(), mask);  // TEMP
       check_model(p, B, N, mask % 2, chunk, 11, ap, tol);
       // The path that ran is the one asked for (the tiling is a pure function of the same inputs).
       const auto t = ops::choose_attention_tiling(ap.gpu().caps(), ap.kernels, (uint32_t)chunk, (uint32_t)D,
                                                   (uint32_t)(B * p.heads), (uint32_t)N, p.sw.gate);
       CHECK(t.tile == (ap.kernels.attention_tile == 1));
-      if (ap.kernels.attention_coopmat == 2) CHECK(t.coopmat_emulated);
+      // Cooperative matrices where their tile fits (at D = 128 it needs 36 KiB, more than lavapipe's
+      // 32 KiB: the scalar tile runs instead, and says why).
+      if (ap.kernels.attention_coopmat == 2)
+        CHECK((t.coopmat_emulated || t.why.find("no cooperative-matrix tile fits") != std::string::npos));
       if (ap.kernels.attention_f16_math == 1) CHECK(t.f16_math);
       if (split) CHECK(t.splits == (uint32_t)ap.kernels.attention_split_k);
       if (t.tile) {
