@@ -27,22 +27,24 @@ using namespace rfa;
 
 namespace {
 
-std::string bin(const char* name) {
-  const char* b = std::getenv("RFA_BUILD_DIR");
-  return (fs::path(b ? b : ".") / name).string();
-}
-
 // Runs rfa-run with RFA_DEVICE_PROFILE cleared (the profile, if any, goes on the command line);
-// stderr is captured in *err.
+// stderr is captured in *err. No shell: test::run_tool starts the program alike on every OS.
 int run(const std::string& args, std::string* err) {
   const std::string log = test::temp_dir("profiles-log") + "/stderr.txt";
-  std::string cmd = "env -u RFA_DEVICE_PROFILE " + bin("rfa-run") + " " + args + " > /dev/null 2> " + log;
-  int rc = std::system(cmd.c_str());
+  test::ScopedEnv no_profile("RFA_DEVICE_PROFILE", nullptr);
+  const int rc = test::run_tool("rfa-run", args, "", log);
   std::ifstream f(log);
   std::stringstream ss;
   ss << f.rdbuf();
   if (err) *err = ss.str();
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  return rc;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 std::vector<double> load(const std::string& path) {
@@ -248,17 +250,19 @@ TEST_CASE("every zoo model under vulkan-minimum (and the Android baseline) runs 
 
 TEST_CASE("rfa-run --device-profile: list names every profile, an unknown name is a usage error") {
   const std::string log = test::temp_dir("profiles-list") + "/out.txt";
-  REQUIRE(std::system((bin("rfa-run") + " --device-profile list > " + log).c_str()) == 0);
-  std::ifstream f(log);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  for (const auto& p : gpu::device_profiles()) CHECK(ss.str().find(p.name) != std::string::npos);
+  REQUIRE(test::run_tool("rfa-run", "--device-profile list", log) == 0);
+  const std::string listed = read_text(log);
+  for (const auto& p : gpu::device_profiles()) CHECK(listed.find(p.name) != std::string::npos);
   std::string err;
   CHECK(run("--device-profile no-such-device --self-check", &err) == 2);
   CHECK(err.find("android-baseline-2022") != std::string::npos);
   // The profile travels through RFA_DEVICE_PROFILE as well.
   const std::string out = test::temp_dir("profiles-env") + "/out.txt";
-  REQUIRE(std::system(("RFA_DEVICE_PROFILE=intel-uhd-620 " + bin("rfa-run") + " --self-check > " + out + " 2>&1").c_str()) == 0);
+  {
+    test::ScopedEnv profile("RFA_DEVICE_PROFILE", "intel-uhd-620");
+    REQUIRE(test::run_tool("rfa-run", "--self-check", out) == 0);
+  }
+  CHECK(read_text(out).find("intel-uhd-620") != std::string::npos);
 }
 
 TEST_CASE("maxStorageBufferRange on the real device, no profile: rfa-run refuses caches beyond it with exit 5") {
