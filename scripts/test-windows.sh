@@ -28,11 +28,14 @@ export WINEPREFIX="${WINEPREFIX:-$root/build-windows/wineprefix}"
 export WINEDEBUG="${WINEDEBUG:--all}"
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # One X display for the whole run; one wineserver kept alive across the tests (-p), so that each
-# test does not pay Wine's start-up; shut down (-k: this prefix's server only) at the end.
+# test does not pay Wine's start-up; shut down (-k: this prefix's server only) at the end. Wine's
+# background services (winedevice.exe) are started here, before CTest: started by the first test
+# they would inherit its output pipe and CTest would wait for them forever.
 xvfb-run -a bash -c '
   set -e
   [ -f "$WINEPREFIX/system.reg" ] || wineboot --init > /dev/null 2>&1
   wineserver -p
+  wine cmd /c exit > /dev/null 2>&1 < /dev/null
   rc=0
   (cd build-windows && ctest --output-on-failure "$@") || rc=$?
   wineserver -k || true
