@@ -3,7 +3,9 @@
 # (cmake/toolchains/aarch64-linux-gnu.cmake) into build-arm64 and runs tests under qemu-user
 # (qemu-aarch64-static, called explicitly through CMAKE_CROSSCOMPILING_EMULATOR: no binfmt needed).
 #
-#   bash scripts/test-arm64.sh            # the tests that need no GPU, then the GPU smoke test
+#   bash scripts/test-arm64.sh            # the tests that need no GPU (what CI runs)
+#   bash scripts/test-arm64.sh smoke      # those, then a GPU smoke test on arm64 lavapipe (slow: see
+#                                         # docs/install.md; did not finish in 400 s on a loaded machine)
 #   bash scripts/test-arm64.sh all        # every test, GPU ones on arm64 lavapipe (slow under emulation)
 #   bash scripts/test-arm64.sh -R REGEX   # the tests CTest selects
 #
@@ -34,6 +36,7 @@ case "${1:-}" in
     SECONDS=0
     ctest --output-on-failure -j"$(nproc)" -R "$CPU_TESTS"
     echo "arm64: tests without a GPU took ${SECONDS} s"
+    [ "${1:-}" = "smoke" ] || exit 0
     SECONDS=0
     # rfa-run's own check: the device, a Linear op on it against the CPU.
     qemu-aarch64-static -L /usr/aarch64-linux-gnu ./rfa-run --self-check

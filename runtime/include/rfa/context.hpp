@@ -64,7 +64,7 @@ struct DeviceProfileInfo {
   std::string description;  // the device or profile, in one line
   std::string source;       // the Vulkan-Profiles file the values come from
 };
-std::vector<DeviceProfileInfo> device_profiles();
+RFA_API std::vector<DeviceProfileInfo> device_profiles();
 
 struct ContextOptions {
   // Device choice: "" picks discrete > integrated > virtual > cpu; else an index ("1") or a
