@@ -206,7 +206,7 @@ TEST_CASE("every zoo model under vulkan-minimum (and the Android baseline) runs 
     const ModelInfo info = model_info(**m);
     std::string input;
     if (info.architecture == "lm") {
-      input = "--prompt \"The filter \"";
+      input = "--prompt 'The filter '";
     } else {
       std::vector<float> x((size_t)24 * info.input_dim);
       for (size_t i = 0; i < x.size(); ++i) x[i] = (float)std::sin(0.37 * (double)i);
@@ -272,7 +272,7 @@ TEST_CASE("maxStorageBufferRange on the real device, no profile: rfa-run refuses
   const uint64_t range = test::gpu().caps().max_storage_buffer_range;
   const uint64_t positions = range / 512 + 100000;
   std::string err;
-  const int rc = run("--model " + test::source_dir() + "/models/tiny-char-lm --prompt \"The \" --max-context " +
+  const int rc = run("--model " + test::source_dir() + "/models/tiny-char-lm --prompt 'The ' --max-context " +
                          std::to_string(positions), &err);
   INFO("rfa-run said: " << err);
   CHECK(rc == 5);
