@@ -5,6 +5,8 @@
 # needs an X display), on the host's lavapipe through Wine's vulkan-1.dll. docs/install.md says what
 # runs and what does not.
 #   scripts/test-windows.sh                  the whole suite
+#   scripts/test-windows.sh ci               what CI runs: the libraries, the programs, the examples
+#                                            and the CI_TESTS below (built alone: a fraction of the time)
 #   scripts/test-windows.sh -R 'context|c_api'   a subset: the arguments go to ctest (-R, -E, -j ...)
 # Wine exposes no Vulkan validation layer, so the suites run without one (RFA_TEST_VALIDATION=OFF)
 # and say so; the cases that need a layer skip that part with a message.
@@ -12,6 +14,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh windows
 root=$(pwd)
+# CI's subset: the context and its loader, files (UTF-8 paths, 64-bit offsets, replacing renames),
+# a session, the zoo's goldens on the GPU, the C API, the programs and the examples.
+CI_TESTS='^(test_(context|loader|npy|safetensors|config|session|goldens)|c_api_test|library_exports|rfa_run_no_vulkan_loader|example_.*)$'
+CI_TARGETS=(rfa rfa_shared rfa-run rfa-make-model rfa-bench hello_rfa_cpp hello_rfa_c hello_rfa_cpp_static
+            hello_rfa_c_static test_context test_loader test_npy test_safetensors test_config test_session
+            test_goldens c_api_test)
+targets=()
+if [ "${1:-}" = "ci" ]; then
+  shift
+  targets=(--target "${CI_TARGETS[@]}")
+  set -- -R "$CI_TESTS" "$@"
+fi
 launcher=()
 if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
@@ -21,7 +35,10 @@ cmake -S . -B build-windows -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CROSSCOMPILING_EMULATOR="$root/scripts/wine-run.sh" \
   -DRFA_BUILD_VIEWER=OFF -DRFA_TEST_VALIDATION=OFF "${launcher[@]}" > build-windows.log 2>&1 ||
   { cat build-windows.log; exit 1; }
-cmake --build build-windows -j"$(nproc)" >> build-windows.log 2>&1 || { tail -60 build-windows.log; exit 1; }
+SECONDS=0
+cmake --build build-windows -j"$(nproc)" "${targets[@]}" >> build-windows.log 2>&1 || { tail -60 build-windows.log; exit 1; }
+echo "windows: build took ${SECONDS} s"
+SECONDS=0
 
 # A Wine prefix of the build's own (created on first use, ~30 s), kept between runs.
 export WINEPREFIX="${WINEPREFIX:-$root/build-windows/wineprefix}"
@@ -40,3 +57,4 @@ xvfb-run -a bash -c '
   (cd build-windows && ctest --output-on-failure "$@") || rc=$?
   wineserver -k || true
   exit $rc' _ "$@"
+echo "windows: tests took ${SECONDS} s"

@@ -9,10 +9,12 @@
 #endif
 #if RFA_KV_F16
 #define KV_T uint
+#define KV_T_WORDS 1u  // 32-bit words per element (cmake/pack_bindings.py sizes packed tensors by it)
 #define KV_LOAD(x) unpackHalf2x16(x)
 #define KV_STORE(v) packHalf2x16(clamp((v), vec2(-65504.0), vec2(65504.0)))
 #else
 #define KV_T vec2
+#define KV_T_WORDS 2u
 #define KV_LOAD(x) (x)
 #define KV_STORE(v) (v)
 #endif

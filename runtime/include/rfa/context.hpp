@@ -94,6 +94,10 @@ struct ContextOptions {
   // Lowers maxStorageBufferRange further (0: the device's, after the profile): to run the
   // paths that split or refuse a buffer larger than one descriptor may cover on any device.
   uint64_t max_storage_buffer_range = 0;
+  // Lowers maxPerStageDescriptorStorageBuffers further (0: the device's, after the profile): below
+  // what a kernel binds, that kernel runs with packed bindings (every tensor in one arena buffer,
+  // docs/device-profiles.md), as on phones that allow 4; this runs that path on any device.
+  uint32_t max_storage_buffers_per_stage = 0;
 };
 
 // An app's own Vulkan objects. The runtime records into `queue` (externally synchronized through

@@ -90,6 +90,10 @@ std::string Context::capabilities_summary() const {
     << "storage buffers: " << c.max_storage_buffers_per_stage << " per stage, " << c.max_storage_buffers_per_set
     << " per set, range " << c.max_storage_buffer_range << " bytes; push constants: " << c.max_push_constants
     << " bytes\n"
+    << (c.packed_bindings ? "bindings: packed (kernels beyond " + std::to_string(c.max_storage_buffers_per_stage) +
+                                " storage buffers read every tensor from one " +
+                                std::to_string(c.packed_arena_bytes >> 20) + " MiB arena)\n"
+                          : std::string())
     << "float64: " << (c.shader_float64 ? "yes" : "no") << ", int64: " << (c.shader_int64 ? "yes" : "no")
     << ", portability subset: " << (c.portability_subset ? "yes" : "no") << "\n"
     << "16-bit storage: " << (c.storage_16bit ? "yes" : "no") << ", float16: " << (c.shader_float16 ? "yes" : "no")

@@ -140,6 +140,8 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
   c.max_storage_buffers_per_set = l.maxDescriptorSetStorageBuffers;
   c.max_storage_buffer_range = l.maxStorageBufferRange;
   c.storage_buffer_alignment = l.minStorageBufferOffsetAlignment;
+  c.max_uniform_buffers_per_stage = l.maxPerStageDescriptorUniformBuffers;
+  c.uniform_buffer_alignment = l.minUniformBufferOffsetAlignment;
   c.non_coherent_atom = l.nonCoherentAtomSize;
   c.timestamp_period_ns = l.timestampPeriod;
 

@@ -39,6 +39,15 @@ struct Capabilities {
   uint32_t max_storage_buffers_per_set = 24;   // maxDescriptorSetStorageBuffers
   uint64_t max_storage_buffer_range = 1u << 27;
   uint64_t storage_buffer_alignment = 256;  // minStorageBufferOffsetAlignment
+  uint32_t max_uniform_buffers_per_stage = 12;  // maxPerStageDescriptorUniformBuffers
+  uint64_t uniform_buffer_alignment = 256;      // minUniformBufferOffsetAlignment
+  // Packed bindings (docs/device-profiles.md): the device allows fewer storage buffers per stage
+  // than some kernel binds, so every tensor lives in one arena buffer (gpu::Allocator) and such a
+  // kernel runs its `<name>_packed` variant, which reads each tensor through binding 0 at the
+  // offset a uniform table (binding 1) gives. Set by the context; `packed_arena_bytes` is the
+  // arena's size (at most maxStorageBufferRange: one descriptor covers all of it).
+  bool packed_bindings = false;
+  uint64_t packed_arena_bytes = 0;
   uint64_t non_coherent_atom = 256;
 
   bool storage_16bit = false;   // storageBuffer16BitAccess

@@ -171,6 +171,8 @@ Status apply_options_limits(Capabilities& caps, const ContextOptions& options) {
   }
   if (options.max_storage_buffer_range)
     caps.max_storage_buffer_range = std::min(caps.max_storage_buffer_range, options.max_storage_buffer_range);
+  if (options.max_storage_buffers_per_stage)
+    caps.max_storage_buffers_per_stage = std::min(caps.max_storage_buffers_per_stage, options.max_storage_buffers_per_stage);
   return Status::Ok();
 }
 
@@ -340,6 +342,17 @@ Status Context::init_common(const ContextOptions& options) {
   kernels_ = options.kernels;
   uint64_t budget = options.memory_budget;
   if (budget == 0) budget = caps_.device_local_bytes / 10 * 9;
+  // Packed bindings where some kernel binds more storage buffers than the device allows per stage
+  // (docs/device-profiles.md): one arena buffer for every tensor, as large as one descriptor may
+  // cover and the budget allows, in memory both the device and the host reach (uploads, readbacks
+  // and the kernels' tensors all live in it). Without such memory the kernels stay unpacked and a
+  // session that needs one is refused naming the limit.
+  caps_.packed_bindings = caps_.max_storage_buffers_per_stage < most_storage_buffers() &&
+                          choose_memory_type(caps_.memory_types, ~0u, MemoryKind::arena, caps_.unified_memory) >= 0;
+  if (caps_.packed_bindings) {
+    const uint64_t align = std::max<uint64_t>({caps_.storage_buffer_alignment, caps_.uniform_buffer_alignment, 256});
+    caps_.packed_arena_bytes = std::min(caps_.max_storage_buffer_range, budget) / align * align;
+  }
   allocator_ = std::make_unique<Allocator>(*this, budget);
   pipelines_ = std::make_unique<PipelineCache>(*this);
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};

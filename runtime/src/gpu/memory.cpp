@@ -34,6 +34,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     label = std::move(o.label);
     owner = o.owner;
     block = o.block;
+    budgeted = o.budgeted;
     o.vk = VK_NULL_HANDLE;
     o.owner = nullptr;
     o.mapped = nullptr;
@@ -42,7 +43,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 }
 
 void Buffer::release() {
-  if (owner && vk) owner->free_range(block, offset, size);
+  if (owner && vk) owner->free_range(block, offset, size, budgeted);
   vk = VK_NULL_HANDLE;
   owner = nullptr;
   mapped = nullptr;
@@ -76,6 +77,10 @@ int choose_memory_type(const std::vector<MemoryTypeInfo>& types, uint32_t type_b
       prefs.push_back({host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0});
       prefs.push_back({host, 0});
       break;
+    case MemoryKind::arena:
+      prefs.push_back({local | host, 0});
+      prefs.push_back({host, 0});
+      break;
   }
   for (auto [want, avoid] : prefs)
     for (uint32_t i = 0; i < types.size() && i < 32; ++i)
@@ -93,7 +98,9 @@ Result<uint32_t> Allocator::new_block(uint64_t bytes, MemoryKind kind, const std
   b->kind = kind;
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = bytes;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  // Uniform too: the packed kernels' offset tables (gpu/recorder.cpp) are sub-allocated like tensors.
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+             VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   Status s = [&]() -> Status {
     VK_TRY(vkCreateBuffer(ctx_.device(), &bi, nullptr, &b->buffer));
@@ -140,14 +147,25 @@ Result<Buffer> Allocator::allocate(uint64_t bytes, MemoryKind kind, const std::s
   if (kind == MemoryKind::device && used_ + size > budget_)
     return Status(Code::out_of_memory, "device memory budget exceeded: '" + what + "' needs " + mib(size) +
                                            ", " + mib(used_) + " of the " + mib(budget_) + " budget already in use");
+  // Packed bindings: every kind comes from the one arena block (made on first use, never grown:
+  // a kernel's descriptor covers all of it).
+  const bool packed = ctx_.caps().packed_bindings;
+  const MemoryKind block_kind = packed ? MemoryKind::arena : kind;
   for (uint32_t bi = 0;; ++bi) {
     if (bi == blocks_.size()) {
-      uint64_t block_bytes = kind == MemoryKind::device ? kBlockBytes : kStagingBlockBytes;
-      auto nb = new_block(std::max(block_bytes, size), kind, what);
+      if (packed && !blocks_.empty())
+        return Status(Code::out_of_memory,
+                      "'" + what + "' needs " + mib(size) + " and the packed-binding arena (" +
+                          mib(ctx_.caps().packed_arena_bytes) + ", one descriptor's maxStorageBufferRange) has no room " +
+                          "left: this device allows " + std::to_string(ctx_.caps().max_storage_buffers_per_stage) +
+                          " storage buffers per stage (maxPerStageDescriptorStorageBuffers), so every tensor lives in one buffer");
+      uint64_t block_bytes = packed ? ctx_.caps().packed_arena_bytes
+                                    : std::max(kind == MemoryKind::device ? kBlockBytes : kStagingBlockBytes, size);
+      auto nb = new_block(block_bytes, block_kind, what);
       if (!nb) return nb.status();
     }
     Block& b = *blocks_[bi];
-    if (b.kind != kind) continue;
+    if (b.kind != block_kind) continue;
     for (auto it = b.free.begin(); it != b.free.end(); ++it) {
       if (it->second < size) continue;
       Buffer out;
@@ -164,6 +182,7 @@ Result<Buffer> Allocator::allocate(uint64_t bytes, MemoryKind kind, const std::s
       if (rest) b.free[off + size] = rest;
       b.used += size;
       if (kind == MemoryKind::device) {
+        out.budgeted = true;
         used_ += size;
         peak_ = std::max(peak_, used_);
       }
@@ -172,15 +191,17 @@ Result<Buffer> Allocator::allocate(uint64_t bytes, MemoryKind kind, const std::s
   }
 }
 
-void Allocator::free_range(uint32_t block, uint64_t offset, uint64_t size) {
+void Allocator::free_range(uint32_t block, uint64_t offset, uint64_t size, bool budgeted) {
   std::lock_guard<std::mutex> lock(mutex_);
   Block& b = *blocks_[block];
   b.used -= size;
-  if (b.kind == MemoryKind::device) used_ -= size;
+  if (budgeted) used_ -= size;
   // A block made for one oversized request (a big staging copy, a long session's caches) goes back
   // to the driver as soon as it is empty; standard-size blocks stay for reuse. The slot stays in
   // blocks_ (live buffers index it) with no free range, so nothing is ever placed in it again.
-  const uint64_t standard = b.kind == MemoryKind::device ? kBlockBytes : kStagingBlockBytes;
+  const uint64_t standard = b.kind == MemoryKind::arena    ? b.size
+                            : b.kind == MemoryKind::device ? kBlockBytes
+                                                           : kStagingBlockBytes;
   if (b.used == 0 && b.size > standard) {
     vkDestroyBuffer(ctx_.device(), b.buffer, nullptr);
     vkFreeMemory(ctx_.device(), b.memory, nullptr);

@@ -24,6 +24,10 @@ enum class MemoryKind {
   device,    // device-local; host-mapped too when the device has unified memory
   upload,    // host-visible, coherent: staging for uploads
   readback,  // host-visible, coherent (cached where offered): staging for downloads
+  // The one block of packed bindings (Capabilities::packed_bindings): every kind above is served
+  // from it, so all of a kernel's tensors share one VkBuffer. Host-visible and coherent, device-
+  // local where offered. Not requested by callers: the allocator uses it when the device packs.
+  arena,
 };
 
 // A sub-allocation. Move-only; returns its range to the allocator when destroyed.
@@ -35,6 +39,7 @@ struct Buffer {
   std::string label;
   Allocator* owner = nullptr;
   uint32_t block = 0;
+  bool budgeted = false;  // device memory counted against the budget (MemoryKind::device)
 
   Buffer() = default;
   Buffer(Buffer&& o) noexcept { *this = std::move(o); }
@@ -58,7 +63,8 @@ class Allocator {
   ~Allocator();
 
   // A buffer of at least `bytes` (rounded to the storage-buffer alignment). Fails with
-  // out_of_memory naming `what`, the request and the budget when the budget would be exceeded.
+  // out_of_memory naming `what`, the request and the budget when the budget would be exceeded
+  // (with packed bindings: when the arena is full, naming its size and why there is one).
   Result<Buffer> allocate(uint64_t bytes, MemoryKind kind, const std::string& what);
 
   uint64_t budget() const { return budget_; }
@@ -79,7 +85,7 @@ class Allocator {
     std::map<uint64_t, uint64_t> free;  // offset -> size
     uint64_t used = 0;
   };
-  void free_range(uint32_t block, uint64_t offset, uint64_t size);
+  void free_range(uint32_t block, uint64_t offset, uint64_t size, bool budgeted);
   Result<uint32_t> new_block(uint64_t bytes, MemoryKind kind, const std::string& what);
   int find_memory_type(uint32_t type_bits, MemoryKind kind) const;
 

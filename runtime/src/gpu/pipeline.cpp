@@ -1,5 +1,7 @@
 #include "gpu/pipeline.hpp"
 
+#include <algorithm>
+
 #include "gpu/context.hpp"
 #include "gpu/shader_registry.hpp"
 #include "gpu/vk_check.hpp"
@@ -76,17 +78,54 @@ Status check_footprint(const Capabilities& c, const char* shader, const ShaderFo
   return check_capabilities(c, shader, f.capabilities);
 }
 
+uint32_t most_storage_buffers() {
+  static const uint32_t most = [] {
+    uint32_t m = 0;
+    const std::string suffix = kPackedSuffix;
+    for (const ShaderBinary* s = all_shaders(); s->name; ++s) {
+      const std::string name = s->name;
+      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) continue;
+      auto iface = reflect_shader(s->words, s->count, s->name);
+      if (iface) m = std::max(m, iface->bindings);
+    }
+    return m;
+  }();
+  return most;
+}
+
+namespace {
+
+// The packed variant a shader with `bindings` storage buffers runs on this device, or nullptr
+// when it runs as written (or has no packed variant: then check_bindings refuses it).
+const ShaderBinary* packed_variant(const Capabilities& c, const char* shader, uint32_t bindings) {
+  if (!c.packed_bindings || bindings <= c.max_storage_buffers_per_stage || bindings > kPackedMaxSlots) return nullptr;
+  return find_shader((std::string(shader) + kPackedSuffix).c_str());
+}
+
+// A packed kernel binds one storage buffer (the arena) and one uniform buffer (its offset table).
+Status check_packed_bindings(const Capabilities& c, const char* shader) {
+  if (c.max_uniform_buffers_per_stage < 1)
+    return Status(Code::unsupported, std::string("shader ") + shader +
+                                         " needs one uniform buffer for its packed bindings; the device allows none "
+                                         "(maxPerStageDescriptorUniformBuffers" + profile_note(c) + ")");
+  return check_bindings(c, shader, 1);
+}
+
+}  // namespace
+
 Status check_shader_interface(const Capabilities& c, const char* shader) {
-  const ShaderBinary* bin = find_shader(shader);
-  if (!bin) return Status(Code::unsupported, std::string("no compiled shader named '") + shader + "' in this build");
-  auto iface = reflect_shader(bin->words, bin->count, shader);
+  const ShaderBinary* plain = find_shader(shader);
+  if (!plain) return Status(Code::unsupported, std::string("no compiled shader named '") + shader + "' in this build");
+  auto iface = reflect_shader(plain->words, plain->count, shader);
   if (!iface) return iface.status();
+  const ShaderBinary* packed = packed_variant(c, shader, iface->bindings);
+  const ShaderBinary* bin = packed ? packed : plain;
   if (iface->push_bytes > c.max_push_constants)
     return Status(Code::unsupported, std::string("shader ") + shader + " needs " + std::to_string(iface->push_bytes) +
                                          " bytes of push constants; the device allows " +
                                          std::to_string(c.max_push_constants) + " (maxPushConstantsSize" +
                                          profile_note(c) + ")");
-  RFA_TRY(check_bindings(c, shader, iface->bindings));
+  RFA_TRY(packed ? check_packed_bindings(c, shader) : check_bindings(c, shader, iface->bindings));
   // The SPIR-V capabilities do not depend on specialization (workgroup size and shared memory do,
   // and are checked when the pipeline is created).
   auto fp = shader_footprint(bin->words, bin->count, shader, {});
@@ -144,8 +183,20 @@ Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t pu
 
   auto mod = load_module(shader);
   if (!mod) return mod.status();
-  const VkShaderModule module = mod->module;
+  VkShaderModule module = mod->module;
   const uint32_t bindings = mod->interface.bindings;
+  // Packed bindings: the same kernel from its packed variant (same push block and spec constants).
+  const ShaderBinary* packed = packed_variant(ctx_.caps(), shader, bindings);
+  const std::string packed_name = std::string(shader) + kPackedSuffix;
+  if (packed) {
+    auto pm = load_module(packed_name.c_str());
+    if (!pm) return pm.status();
+    if (pm->interface.push_bytes != mod->interface.push_bytes || pm->interface.bindings != 2)
+      return Status(Code::device_error, "shader " + packed_name + " does not match " + shader +
+                                        " (a push block of " + std::to_string(pm->interface.push_bytes) + " bytes, " +
+                                        std::to_string(pm->interface.bindings) + " bindings)");
+    module = pm->module;
+  }
   // The host struct and the shader's block must agree byte for byte: Recorder::dispatch copies
   // push_bytes from the struct, and a shorter struct would leave members undefined.
   if (push_bytes != mod->interface.push_bytes)
@@ -157,11 +208,11 @@ Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t pu
                                          " bytes of push constants; the device allows " +
                                          std::to_string(ctx_.caps().max_push_constants) + " (maxPushConstantsSize" +
                                          profile_note(ctx_.caps()) + ")");
-  RFA_TRY(check_bindings(ctx_.caps(), shader, bindings));
+  RFA_TRY(packed ? check_packed_bindings(ctx_.caps(), shader) : check_bindings(ctx_.caps(), shader, bindings));
   // The specialized kernel against the device's limits: a chooser that picked a tile or workgroup
   // the (profile-intersected) limits do not allow fails here, loudly, before the driver sees it.
   {
-    const ShaderBinary* bin = find_shader(shader);
+    const ShaderBinary* bin = packed ? packed : find_shader(shader);
     auto fp = shader_footprint(bin->words, bin->count, shader, spec.values());
     if (!fp) return fp.status();
     RFA_TRY(check_footprint(ctx_.caps(), shader, *fp));
@@ -171,22 +222,24 @@ Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t pu
   auto p = std::make_unique<Pipeline>();
   p->shader = shader;
   p->bindings = bindings;
+  p->packed = packed != nullptr;
   p->push_bytes = push_bytes;
   p->push_descriptors = ctx_.caps().push_descriptors;
   p->spec = spec.values();
   p->statistics = ctx_.capture_statistics();
 
-  std::vector<VkDescriptorSetLayoutBinding> lb(bindings);
-  for (uint32_t i = 0; i < bindings; ++i) {
+  const uint32_t layout_bindings = p->packed ? 2 : bindings;
+  std::vector<VkDescriptorSetLayoutBinding> lb(layout_bindings);
+  for (uint32_t i = 0; i < layout_bindings; ++i) {
     lb[i] = {};
     lb[i].binding = i;
-    lb[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    lb[i].descriptorType = p->packed && i == 1 ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     lb[i].descriptorCount = 1;
     lb[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
   }
   VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   if (p->push_descriptors) li.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
-  li.bindingCount = bindings;
+  li.bindingCount = layout_bindings;
   li.pBindings = lb.data();
   VK_TRY(vkCreateDescriptorSetLayout(dev, &li, nullptr, &p->set_layout));
 

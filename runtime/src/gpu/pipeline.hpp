@@ -2,6 +2,12 @@
 // Every binding is a storage buffer at set 0, binding i; push constants start at offset 0. The
 // binding count and the push block's size are read from the shader's SPIR-V (gpu/spirv_reflect.hpp);
 // the caller names its push struct, whose size must equal the block's.
+//
+// Packed bindings (Capabilities::packed_bindings): a shader that binds more storage buffers than
+// the device allows per stage is built from its `<name>_packed` variant (cmake/pack_bindings.py):
+// binding 0 is the arena buffer that holds every tensor, binding 1 a uniform table of the tensors'
+// offsets in the shader's binding order. Callers do not see the difference: they bind the same
+// buffers, and the recorder fills the table (Pipeline::packed).
 #pragma once
 
 #include "gpu/vk.hpp"
@@ -36,6 +42,12 @@ std::string profile_note(const Capabilities& c);  // ", device profile NAME" or 
 // name: what a session runs at creation over the kernels it will use, so that a device that cannot
 // bind them refuses the session instead of its first step.
 Status check_shader_interface(const Capabilities& c, const char* shader);
+// The most storage buffers any compiled kernel binds (its plain variant): a device that allows
+// fewer per stage packs bindings.
+uint32_t most_storage_buffers();
+// The offsets a packed kernel's table holds (cmake/pack_bindings.py's TABLE_VEC4S * 4).
+constexpr uint32_t kPackedMaxSlots = 32;
+constexpr uint32_t kPackedTableBytes = kPackedMaxSlots * 4;
 
 // The specialization vector: constant_id i is the i-th value added. Ops build it in one place
 // with a comment per index, mirroring the `layout(constant_id = i)` lines of their shader.
@@ -56,8 +68,11 @@ struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-  uint32_t bindings = 0;
+  uint32_t bindings = 0;     // the storage buffers a dispatch passes, in the shader's binding order
   uint32_t push_bytes = 0;
+  // Built from the `_packed` variant: the recorder binds the arena at binding 0 and a table of
+  // the `bindings` buffers' offsets (32-bit words from the arena's start) at binding 1.
+  bool packed = false;
   bool push_descriptors = false;
   std::vector<uint32_t> spec;  // the specialization values it was built with (constant_id i = spec[i])
   bool statistics = false;     // created with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR

@@ -1,6 +1,7 @@
 #include "gpu/recorder.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
@@ -66,6 +67,8 @@ Status Recorder::begin(bool reusable) {
   VK_TRY(vkResetCommandBuffer(cb_, 0));
   for (VkDescriptorPool p : descriptor_pools_) VK_TRY(vkResetDescriptorPool(ctx_.device(), p, 0));
   current_pool_ = 0;
+  table_chunk_ = 0;
+  table_used_ = 0;
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = reusable ? 0 : VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VK_TRY(vkBeginCommandBuffer(cb_, &bi));
@@ -113,27 +116,88 @@ void Recorder::track(const std::vector<Binding>& bindings) {
 }
 
 Status Recorder::grow_descriptor_pool() {
-  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 16};
+  // Uniform buffers: a packed kernel's offset table (one per set).
+  VkDescriptorPoolSize sizes[2] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 16},
+                                   {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, kSetsPerPool}};
   VkDescriptorPoolCreateInfo ci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
   ci.maxSets = kSetsPerPool;
-  ci.poolSizeCount = 1;
-  ci.pPoolSizes = &size;
+  ci.poolSizeCount = 2;
+  ci.pPoolSizes = sizes;
   VkDescriptorPool p = VK_NULL_HANDLE;
   VK_TRY(vkCreateDescriptorPool(ctx_.device(), &ci, nullptr, &p));
   descriptor_pools_.push_back(p);
   return Status::Ok();
 }
 
-void Recorder::bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings) {
-  infos_.resize(bindings.size());
-  writes_.resize(bindings.size());
+bool Recorder::packed_descriptors(const Pipeline& p, const std::vector<Binding>& bindings) {
+  // Every buffer must be a range of the one arena block (gpu/memory.cpp serves every kind from it
+  // when the device packs bindings), at an offset a whole number of its elements (16-byte aligned).
+  const VkBuffer arena = bindings.empty() ? VK_NULL_HANDLE : bindings[0].buffer->vk;
+  uint32_t words[kPackedMaxSlots] = {};
   for (size_t i = 0; i < bindings.size(); ++i) {
-    infos_[i] = {bindings[i].buffer->vk, bindings[i].buffer->offset, bindings[i].buffer->size};
+    const Buffer& b = *bindings[i].buffer;
+    if (b.vk != arena || b.offset % 16 != 0 || b.offset / 4 > UINT32_MAX) {
+      deferred_ = Status(Code::device_error, "packed dispatch of " + p.shader + ": buffer '" + b.label +
+                                                 "' is not a 16-byte aligned range of the packed-binding arena");
+      return false;
+    }
+    words[i] = (uint32_t)(b.offset / 4);
+  }
+  // The table's slice: uniform-buffer aligned, in chunks the allocator serves (from the arena too).
+  const uint64_t align = std::max<uint64_t>(ctx_.caps().uniform_buffer_alignment, 16);
+  const uint64_t stride = (kPackedTableBytes + align - 1) / align * align;
+  constexpr uint64_t kChunkBytes = 16 * 1024;
+  VkBuffer table = VK_NULL_HANDLE;
+  VkDeviceSize table_offset = 0;
+  while (table == VK_NULL_HANDLE) {
+    if (table_chunk_ == tables_.size()) {
+      auto nb = ctx_.allocator().allocate(kChunkBytes + align, MemoryKind::upload, "packed binding tables");
+      if (!nb) {
+        deferred_ = nb.status();
+        return false;
+      }
+      tables_.push_back(std::move(*nb));
+    }
+    Buffer& chunk = tables_[table_chunk_];
+    const uint64_t start = (chunk.offset + table_used_ + align - 1) / align * align - chunk.offset;
+    if (start + kPackedTableBytes > chunk.size || !chunk.mapped) {
+      ++table_chunk_;
+      table_used_ = 0;
+      continue;
+    }
+    std::memcpy(chunk.mapped + start, words, sizeof words);
+    table = chunk.vk;
+    table_offset = chunk.offset + start;
+    table_used_ = start + stride;
+  }
+  infos_.resize(2);
+  writes_.resize(2);
+  infos_[0] = {arena, 0, VK_WHOLE_SIZE};
+  infos_[1] = {table, table_offset, kPackedTableBytes};
+  for (uint32_t i = 0; i < 2; ++i) {
     writes_[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
-    writes_[i].dstBinding = (uint32_t)i;
+    writes_[i].dstBinding = i;
     writes_[i].descriptorCount = 1;
-    writes_[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes_[i].descriptorType = i == 0 ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER;
     writes_[i].pBufferInfo = &infos_[i];
+  }
+  return true;
+}
+
+void Recorder::bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings) {
+  if (p.packed) {
+    if (!packed_descriptors(p, bindings)) return;
+  } else {
+    infos_.resize(bindings.size());
+    writes_.resize(bindings.size());
+    for (size_t i = 0; i < bindings.size(); ++i) {
+      infos_[i] = {bindings[i].buffer->vk, bindings[i].buffer->offset, bindings[i].buffer->size};
+      writes_[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes_[i].dstBinding = (uint32_t)i;
+      writes_[i].descriptorCount = 1;
+      writes_[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes_[i].pBufferInfo = &infos_[i];
+    }
   }
   if (p.push_descriptors && push_descriptor_fn_) {
     push_descriptor_fn_(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, (uint32_t)writes_.size(), writes_.data());

@@ -20,12 +20,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpu/memory.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa::gpu {
 
 class Context;
-struct Buffer;
 struct Pipeline;
 class Batch;
 
@@ -111,6 +111,9 @@ class Recorder {
   };
   void track(const std::vector<Binding>& bindings);
   void bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings);
+  // A packed kernel's descriptors: the arena and a table of the buffers' offsets, written into a
+  // slice of tables_ (false, with deferred_ set, on failure).
+  bool packed_descriptors(const Pipeline& p, const std::vector<Binding>& bindings);
   Status grow_descriptor_pool();
   Status read_timings();
 
@@ -128,6 +131,11 @@ class Recorder {
   std::unordered_map<uint64_t, Access> pending_;
   std::vector<VkDescriptorBufferInfo> infos_;  // scratch of bind_descriptors (no per-dispatch allocation)
   std::vector<VkWriteDescriptorSet> writes_;
+  // Packed kernels' offset tables (Pipeline::packed): host-written slices of these chunks, one per
+  // dispatch, kept for as long as the recording is replayed and reused from the next begin().
+  std::vector<Buffer> tables_;
+  size_t table_chunk_ = 0;
+  uint64_t table_used_ = 0;
   bool recording_ = false, ended_ = false, in_flight_ = false;
   Batch* batch_ = nullptr;  // the batch this recording was last submitted in, while in flight
   uint32_t dispatches_ = 0, barriers_ = 0;

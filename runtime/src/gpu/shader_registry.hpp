@@ -14,5 +14,10 @@ struct ShaderBinary {
 
 // nullptr when no shader of that name was compiled into the library.
 const ShaderBinary* find_shader(const char* name);
+// Every compiled shader, ending with an entry whose name is nullptr.
+const ShaderBinary* all_shaders();
+
+// The packed-binding variant of a shader (cmake/pack_bindings.py): "<name>_packed".
+constexpr const char* kPackedSuffix = "_packed";
 
 }  // namespace rfa::gpu

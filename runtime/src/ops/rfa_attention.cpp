@@ -306,36 +306,46 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
     // ... unless the keys per thread would pass kCpuKeysPerThread (below): then more threads.
     while (wg_cap < 64 && capacity / wg_cap > kCpuKeysPerThread) wg_cap *= 2;
   }
-  const uint32_t max_wg = std::max<uint32_t>(1, std::min<uint32_t>(wg_cap, caps.max_workgroup_invocations));
-  // Few query rows (decode) leave most of a 64-row workgroup idle: split each row's keys instead.
-  if (n_new <= 2) {
-    t.rows_per_group = 1;
-  } else if (n_new <= 8) {
-    t.rows_per_group = 4;
-  } else if (n_new <= 64) {
-    t.rows_per_group = 16;
-  } else {
-    t.rows_per_group = 64;
+  uint32_t max_wg = std::max<uint32_t>(1, std::min<uint32_t>(wg_cap, caps.max_workgroup_invocations));
+  // The layout for a workgroup of at most max_wg threads; halved while the shared memory it needs
+  // (at least 4 keys a tile, the merge scratch of its threads) does not fit the device's (16 KiB
+  // on the Vulkan minimum: at D = 80 a 64-thread decode workgroup's merge scratch alone is 18 KiB).
+  for (;;) {
+    // Few query rows (decode) leave most of a 64-row workgroup idle: split each row's keys instead.
+    if (n_new <= 2) {
+      t.rows_per_group = 1;
+    } else if (n_new <= 8) {
+      t.rows_per_group = 4;
+    } else if (n_new <= 64) {
+      t.rows_per_group = 16;
+    } else {
+      t.rows_per_group = 64;
+    }
+    t.rows_per_group = std::min(t.rows_per_group, max_wg);
+    if (caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU && capacity > kCpuKeysPerThread) {
+      // Enough threads per row that none walks more than kCpuKeysPerThread keys (a power of two).
+      uint32_t s = 1;
+      while (s < max_wg && (capacity + s - 1) / s > kCpuKeysPerThread) s *= 2;
+      t.rows_per_group = std::min(t.rows_per_group, std::max<uint32_t>(1, max_wg / s));
+    }
+    t.threads_per_row = max_wg / t.rows_per_group;
+    t.workgroup = t.rows_per_group * t.threads_per_row;
+    t.merge_chunk = merge_chunk_for(dim);
+    const uint32_t red = t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1;
+    const uint32_t fin = t.threads_per_row > 1 ? t.rows_per_group * dim : 1;
+    // Shared memory: key and value tiles (BK * D complex each), |K|^2 and (hi, lo) times per key, the
+    // merge scratch and three floats per thread. Capped at 32 KiB so two workgroups fit where 64 do.
+    const int64_t budget = (int64_t)std::min<uint32_t>(caps.max_shared_memory, 32768) - (int64_t)(red + fin) * 8 -
+                           (int64_t)t.workgroup * 12 - 256;
+    int64_t bk = budget / (int64_t)(dim * 16 + 12);
+    if (bk < 4 && max_wg > 1) {
+      max_wg /= 2;
+      continue;
+    }
+    bk = std::clamp<int64_t>(bk, 4, 64);
+    t.keys_per_tile = (uint32_t)(bk / 4 * 4);
+    break;
   }
-  t.rows_per_group = std::min(t.rows_per_group, max_wg);
-  if (caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU && capacity > kCpuKeysPerThread) {
-    // Enough threads per row that none walks more than kCpuKeysPerThread keys (a power of two).
-    uint32_t s = 1;
-    while (s < max_wg && (capacity + s - 1) / s > kCpuKeysPerThread) s *= 2;
-    t.rows_per_group = std::min(t.rows_per_group, std::max<uint32_t>(1, max_wg / s));
-  }
-  t.threads_per_row = max_wg / t.rows_per_group;
-  t.workgroup = t.rows_per_group * t.threads_per_row;
-  t.merge_chunk = merge_chunk_for(dim);
-  const uint32_t red = t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1;
-  const uint32_t fin = t.threads_per_row > 1 ? t.rows_per_group * dim : 1;
-  // Shared memory: key and value tiles (BK * D complex each), |K|^2 and (hi, lo) times per key, the
-  // merge scratch and three floats per thread. Capped at 32 KiB so two workgroups fit where 64 do.
-  const int64_t budget = (int64_t)std::min<uint32_t>(caps.max_shared_memory, 32768) - (int64_t)(red + fin) * 8 -
-                         (int64_t)t.workgroup * 12 - 256;
-  int64_t bk = budget / (int64_t)(dim * 16 + 12);
-  bk = std::clamp<int64_t>(bk, 4, 64);
-  t.keys_per_tile = (uint32_t)(bk / 4 * 4);
   t.groups_x = (n_new + t.rows_per_group - 1) / t.rows_per_group;
   // KernelOptions::attention_direct_kv overrides the device's choice (tests cover both paths on any device).
   const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
