@@ -50,11 +50,12 @@ export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # they would inherit its output pipe and CTest would wait for them forever.
 xvfb-run -a bash -c '
   set -e
-  [ -f "$WINEPREFIX/system.reg" ] || wineboot --init > /dev/null 2>&1
+  # A new prefix: wineboot leaves its server running for a while; wait for it to end, or -p fails.
+  [ -f "$WINEPREFIX/system.reg" ] || { wineboot --init > /dev/null 2>&1; wineserver -w; }
   wineserver -p
   wine cmd /c exit > /dev/null 2>&1 < /dev/null
   rc=0
   (cd build-windows && ctest --output-on-failure "$@") || rc=$?
   wineserver -k || true
-  exit $rc' _ "$@"
+  exit $rc' _ "$@" || { rc=$?; echo "windows: the tests under Wine failed (exit $rc)"; exit $rc; }
 echo "windows: tests took ${SECONDS} s"
