@@ -93,8 +93,10 @@ Status Recorder::begin(bool reusable) {
   return Status::Ok();
 }
 
-void Recorder::track(const std::vector<Binding>& bindings) {
-  bool hazard = false;
+void Recorder::track(const std::vector<Binding>& bindings, bool whole_arena) {
+  // The pending entry of a packed dispatch: it may have touched any range of the arena.
+  constexpr uint64_t kArena = UINT64_MAX;
+  bool hazard = whole_arena ? !pending_.empty() : pending_.count(kArena) != 0;
   for (const Binding& b : bindings) {
     auto it = pending_.find(b.buffer->id);
     if (it == pending_.end()) continue;
@@ -113,6 +115,7 @@ void Recorder::track(const std::vector<Binding>& bindings) {
     if (b.write) a.written = true;
     else a.read = true;
   }
+  if (whole_arena) pending_[kArena] = {true, true};
 }
 
 Status Recorder::grow_descriptor_pool() {
@@ -250,7 +253,7 @@ void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& bindings,
                                               " workgroups, beyond the device's maxComputeWorkGroupCount");
     return;
   }
-  track(bindings);
+  track(bindings, p.packed);
   if (std::find(used_.begin(), used_.end(), &p) == used_.end()) used_.push_back(&p);
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   bind_descriptors(p, bindings);

@@ -109,7 +109,10 @@ class Recorder {
   struct Access {
     bool read = false, written = false;
   };
-  void track(const std::vector<Binding>& bindings);
+  // `whole_arena`: a packed dispatch, whose one descriptor covers the whole arena; the validation
+  // layer's synchronization checks (rightly, for what a descriptor may touch) see it read and write
+  // every tensor, so it is ordered after everything pending and everything after it.
+  void track(const std::vector<Binding>& bindings, bool whole_arena = false);
   void bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings);
   // A packed kernel's descriptors: the arena and a table of the buffers' offsets, written into a
   // slice of tables_ (false, with deferred_ set, on failure).
