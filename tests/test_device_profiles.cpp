@@ -365,9 +365,10 @@ TEST_CASE("rfa-run --device-profile: list names every profile, an unknown name i
 }
 
 TEST_CASE("maxStorageBufferRange on the real device, no profile: rfa-run refuses caches beyond it with exit 5") {
-  // tiny-char-lm's query cache holds 512 bytes per position: 600000 positions need 293 MiB in one
-  // descriptor, more than any device's range we run on (lavapipe: 128 MiB; desktop GPUs: 4 GiB - 1
-  // would take 8.4 million positions, so the test reads the device's own limit first).
+  // tiny-char-lm's query cache holds 768 bytes per position (d_k_total 96 complex f32; at least the
+  // 512 assumed below): 600000 positions need 440 MiB in one descriptor, more than any device's range
+  // we run on (lavapipe: 128 MiB; desktop GPUs: 4 GiB - 1 would take 5.6 million positions, so the
+  // test reads the device's own limit first).
   const uint64_t range = test::gpu().caps().max_storage_buffer_range;
   const uint64_t positions = range / 512 + 100000;
   std::string err;
