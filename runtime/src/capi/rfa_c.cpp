@@ -24,6 +24,25 @@ std::vector<DeviceInfo>& thread_devices() {
   return d;
 }
 
+// The C options as rfa::ContextOptions; the library reads no environment (rfa/environment.h).
+rfa::ContextOptions to_cpp(const rfa_context_options& c) {
+  rfa::ContextOptions o;
+  o.device = c.device ? c.device : "";
+  o.validation = c.validation;
+  o.device_profile = c.device_profile ? c.device_profile : "";
+  o.memory_budget = c.memory_budget;
+  o.timestamps = c.timestamps != 0;
+  o.kernels.linear = c.linear_kernel ? c.linear_kernel : "";
+  o.kernels.attention_direct_kv = c.attention_direct_kv;
+  o.kernels.attention_lag_table = c.attention_lag_table;
+  o.kernels.attention_split_k = c.attention_split_k;
+  o.kernels.attention_tile = c.attention_tile;
+  o.kernels.attention_f16_math = c.attention_f16_math;
+  o.kernels.attention_coopmat = c.attention_coopmat;
+  o.kernels.push_descriptors = c.push_descriptors != 0;
+  return o;
+}
+
 }  // namespace rfa::capi
 
 extern "C" {
@@ -76,28 +95,6 @@ void rfa_context_options_default(rfa_context_options* o) {
   o->push_descriptors = d.kernels.push_descriptors ? 1 : 0;
 }
 
-namespace {
-
-// The C options as rfa::ContextOptions; the library reads no environment (rfa/environment.h).
-rfa::ContextOptions to_cpp(const rfa_context_options& c) {
-  rfa::ContextOptions o;
-  o.device = c.device ? c.device : "";
-  o.validation = c.validation;
-  o.device_profile = c.device_profile ? c.device_profile : "";
-  o.memory_budget = c.memory_budget;
-  o.timestamps = c.timestamps != 0;
-  o.kernels.linear = c.linear_kernel ? c.linear_kernel : "";
-  o.kernels.attention_direct_kv = c.attention_direct_kv;
-  o.kernels.attention_lag_table = c.attention_lag_table;
-  o.kernels.attention_split_k = c.attention_split_k;
-  o.kernels.attention_tile = c.attention_tile;
-  o.kernels.attention_f16_math = c.attention_f16_math;
-  o.kernels.attention_coopmat = c.attention_coopmat;
-  o.kernels.push_descriptors = c.push_descriptors != 0;
-  return o;
-}
-
-}  // namespace
 
 rfa_status rfa_context_create_ex(const rfa_context_options* options, rfa_context** out) {
   if (!out) return invalid("out is NULL");
