@@ -15,7 +15,8 @@ catches what it should):
             runtime/include/rfa/environment.hpp (inline, so in the program);
   twin      the CPU twin (its headers reference/*.hpp and rfa/reference.hpp) is included only by the
             twin's own library (runtime/src/reference/), the tests, rfa-run's --cpu-reference path
-            (tools/rfa-run/main.cpp, demo.cpp) and rfa-bench, which link rfa_reference;
+            (tools/rfa-run/main.cpp, demo.cpp), rfa-bench and the twin's own example
+            (examples/reference/), which link rfa_reference;
   api       every function runtime/include/rfa/rfa.h declares is named in docs/c-api.md, and every
             public member of the Python Session (python/rfa/session.py) in docs/python.md.
 
@@ -45,7 +46,8 @@ ENV_READ = re.compile(r"getenv|GetEnvironmentVariable|_dupenv_s")
 LIBRARY_SOURCES = "runtime/src/"
 # The twin's headers, and who may include them (they link rfa_reference).
 TWIN_INCLUDE = re.compile(r"^(reference/[\w./-]+|rfa/reference\.hpp)$")
-TWIN_OK = ("runtime/src/reference/", "tests/", "tools/rfa-run/main.cpp", "tools/rfa-run/demo.cpp", "tools/rfa-bench/")
+TWIN_OK = ("runtime/src/reference/", "tests/", "tools/rfa-run/main.cpp", "tools/rfa-run/demo.cpp", "tools/rfa-bench/",
+           "examples/reference/")
 
 
 def tracked_files(root):
