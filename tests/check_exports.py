@@ -34,6 +34,8 @@ ABI_PREFIXES = ("typeinfo for ", "typeinfo name for ", "vtable for ", "VTT for "
 REQUIRED = ("rfa_version", "rfa_context_create", "rfa::version()", "rfa::list_devices()",
             "rfa::Context::create(", "rfa::Session::create(")
 LOADER = re.compile(r"^(libvulkan\.so.*|vulkan-1\.dll)$", re.IGNORECASE)
+# An internal namespace or a public class's Impl anywhere in a symbol (its parameter types included).
+INTERNAL_ANYWHERE = re.compile(r"rfa::(%s)::|\bImpl\b" % "|".join(re.escape(n) for n in INTERNAL))
 # The CPU twin's names (demangled), which live in librfa_reference only.
 TWIN = re.compile(r"^(rfa_model_reference_forward$|rfa::reference_forward\(|rfa::ref::|rfa::ReferenceAttention\b)")
 # What librfa_reference exports, all of it, and needs.
@@ -71,12 +73,22 @@ def bad_symbol(name):
     return "not the rfa public API"
 
 
-def check(symbols, needed, local=None, imports=None):
+def internal_in_signature(name):
+    """The internal namespace or Impl a symbol's parameter types name (ELF: a public class's private
+    constructor from its implementation must stay hidden, RFA_HIDDEN), or None."""
+    m = INTERNAL_ANYWHERE.search(strip_abi(name))
+    return m.group(0) if m else None
+
+
+def check(symbols, needed, local=None, imports=None, signatures=False):
     """Error lines for librfa's exported `symbols` (demangled) and `needed` libraries; `local`: every
-    symbol of its symbol table (None: stripped, or not ELF); `imports`: its undefined dynamic symbols."""
+    symbol of its symbol table (None: stripped, or not ELF); `imports`: its undefined dynamic symbols;
+    `signatures`: also refuse a symbol whose parameter types name an internal namespace or an Impl."""
     errors = []
     for s in sorted(set(symbols)):
         why = bad_symbol(s)
+        if not why and signatures and internal_in_signature(s):
+            why = "its signature names the internal %s" % internal_in_signature(s)
         if why:
             errors.append(f"exported: {s}  ({why})")
     for n in needed:
@@ -196,6 +208,15 @@ def self_test():
     errs = check(good, [], local=good + ["rfa::ref::linear(rfa::LinearWeights const&)"])
     if not errs or "carries the CPU twin" not in errs[0]:
         failures.append(f"a local rfa::ref symbol not caught: {errs}")
+    ctor = "rfa::Context::Context(std::unique_ptr<rfa::gpu::Context, std::default_delete<rfa::gpu::Context> >)"
+    errs = check(good + [ctor], [], signatures=True)
+    if not errs or "signature names the internal rfa::gpu::" not in errs[0]:
+        failures.append(f"a signature naming rfa::gpu not caught: {errs}")
+    errs = check(good + ["rfa::Session::Session(std::unique_ptr<rfa::Session::Impl>)"], [], signatures=True)
+    if not errs or "Impl" not in errs[0]:
+        failures.append(f"a signature naming an Impl not caught: {errs}")
+    if check(good + [ctor], []):
+        failures.append("signatures were checked where they are not asked for (PE: RFA_HIDDEN is empty there)")
     errs = check(good, [], imports=["getenv", "memcpy"])
     if not errs or "reads no environment" not in errs[0]:
         failures.append(f"an import of getenv not caught: {errs}")
@@ -239,7 +260,8 @@ def main(argv):
     else:
         symbols, needed = elf_exports(lib)
         local, imports = elf_locals_and_imports(lib)
-    errors = check_reference(symbols, needed, local) if reference else check(symbols, needed, local, imports)
+    errors = (check_reference(symbols, needed, local) if reference
+              else check(symbols, needed, local, imports, signatures=len(args) == 1))
     for e in errors:
         print(f"{lib}: {e}")
     print(f"{lib}: {len(symbols)} exported symbols, needs {', '.join(needed) or 'nothing'}: "

@@ -131,7 +131,7 @@ class RFA_API Context {
   const gpu::Context& impl() const { return *impl_; }
 
  private:
-  explicit Context(std::unique_ptr<gpu::Context> impl);
+  RFA_HIDDEN explicit Context(std::unique_ptr<gpu::Context> impl);  // the library's own: not exported
   std::unique_ptr<gpu::Context> impl_;
 };
 
