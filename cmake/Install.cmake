@@ -1,8 +1,10 @@
 # `cmake --install build --prefix P` lays out an SDK under P:
 #   lib/librfa.a, lib/librfa.so*          the library, static and shared
+#   lib/librfa_reference.a, .so*          the CPU twin, a library of its own on top of librfa
 #   include/rfa/*                         the public headers (nothing of runtime/src)
-#   lib/cmake/rfa/rfaConfig*.cmake        find_package(rfa): rfa::rfa (shared), rfa::rfa_static
-#   lib/pkgconfig/rfa.pc                  pkg-config rfa (relocatable: paths relative to the .pc)
+#   lib/cmake/rfa/rfaConfig*.cmake        find_package(rfa): rfa::rfa (shared), rfa::rfa_static;
+#                                         component `reference`: rfa::reference, rfa::reference_static
+#   lib/pkgconfig/rfa.pc, rfa_reference.pc   pkg-config rfa, rfa_reference (relocatable)
 #   bin/rfa-run, rfa-make-model, rfa-bench, rfa-viewer   the programs that were built
 #   share/rfa/models/<model>/             the model zoo (rfa-run's default model is found there)
 #   share/rfa/python/                     the Python package's source (pip install it from there)
@@ -17,8 +19,18 @@ install(TARGETS rfa rfa_shared EXPORT rfaTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/runtime/include/rfa DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
+# The CPU twin: an export set of its own (rfaReferenceTargets.cmake), so that the `reference`
+# component is optional: rfaConfig.cmake includes it where it is installed.
+set_target_properties(rfa_reference PROPERTIES EXPORT_NAME reference_static)
+set_target_properties(rfa_reference_shared PROPERTIES EXPORT_NAME reference)
+install(TARGETS rfa_reference rfa_reference_shared EXPORT rfaReferenceTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
 set(RFA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rfa)
 install(EXPORT rfaTargets NAMESPACE rfa:: DESTINATION ${RFA_CMAKE_DIR})
+install(EXPORT rfaReferenceTargets NAMESPACE rfa:: DESTINATION ${RFA_CMAKE_DIR})
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/rfaConfig.cmake.in
   ${CMAKE_BINARY_DIR}/rfaConfig.cmake INSTALL_DESTINATION ${RFA_CMAKE_DIR})
 # 0.x: a new minor version may change the API, so only the same minor version is compatible.
@@ -28,7 +40,9 @@ install(FILES ${CMAKE_BINARY_DIR}/rfaConfig.cmake ${CMAKE_BINARY_DIR}/rfaConfigV
   DESTINATION ${RFA_CMAKE_DIR})
 
 configure_file(${CMAKE_SOURCE_DIR}/cmake/rfa.pc.in ${CMAKE_BINARY_DIR}/rfa.pc @ONLY)
-install(FILES ${CMAKE_BINARY_DIR}/rfa.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+configure_file(${CMAKE_SOURCE_DIR}/cmake/rfa_reference.pc.in ${CMAKE_BINARY_DIR}/rfa_reference.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/rfa.pc ${CMAKE_BINARY_DIR}/rfa_reference.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 foreach(program rfa-run rfa-make-model rfa-bench rfa-viewer)
   if(TARGET ${program})

@@ -12,6 +12,7 @@
 #define make_dir(d) mkdir(d, 0755)
 #endif
 
+#include "rfa/environment.h"
 #include "rfa/rfa.h"
 
 /* 1: the validation layer on, as every suite runs; 0 where RFA_TEST_VALIDATION=off says the
@@ -23,6 +24,15 @@ static int test_validation(void) {
     return 0;
   }
   return 1;
+}
+
+/* Sets (or, with "", clears) an environment variable of this process. */
+static int set_variable(const char* name, const char* value) {
+#if defined(_WIN32)
+  return _putenv_s(name, value);
+#else
+  return *value ? setenv(name, value, 1) : unsetenv(name);
+#endif
 }
 
 static int failures = 0, checks = 0;
@@ -118,6 +128,46 @@ int main(int argc, char** argv) {
   CHECK(ctx == NULL && strstr(rfa_last_error(), "no-such-device-xyz") != NULL);
   CHECK(rfa_context_create(NULL, test_validation(), &ctx) == RFA_OK && ctx);
 
+  /* The options struct: defaults, the environment read by the app (rfa/environment.h), and a
+   * library that reads no variable itself. */
+  {
+    rfa_context_options o;
+    memset(&o, 0x5a, sizeof o);
+    rfa_context_options_default(&o);
+    CHECK(o.device == NULL && o.device_profile == NULL && o.linear_kernel == NULL);
+    CHECK(o.validation == -1 && o.memory_budget == 0 && o.timestamps == 1 && o.push_descriptors == 1);
+    CHECK(o.attention_direct_kv == -1 && o.attention_lag_table == -1 && o.attention_split_k == -1);
+    CHECK(o.attention_tile == -1 && o.attention_f16_math == -1 && o.attention_coopmat == -1);
+    o.device = "no-such-device-xyz";
+    rfa_context* other = NULL;
+    CHECK(rfa_context_create_ex(&o, &other) == RFA_ERROR_DEVICE && other == NULL);
+    CHECK(strstr(rfa_last_error(), "no-such-device-xyz") != NULL);
+    o.device = NULL;
+    o.device_profile = "no-such-profile";
+    CHECK(rfa_context_create_ex(&o, &other) == RFA_ERROR_INVALID_ARGUMENT && other == NULL);
+    CHECK(strstr(rfa_last_error(), "no-such-profile") != NULL);
+    o.device_profile = NULL;
+    CHECK(rfa_context_create_ex(NULL, &other) == RFA_OK && other);
+    rfa_context_destroy(other);
+    other = NULL;
+    /* RFA_DEVICE names no device: rfa_context_create ignores it, the app's helper passes it on. */
+    CHECK(set_variable("RFA_DEVICE", "no-such-device-in-the-environment") == 0);
+    CHECK(rfa_context_create(NULL, test_validation(), &other) == RFA_OK && other);
+    rfa_context_destroy(other);
+    other = NULL;
+    rfa_context_options_default(&o);
+    o.validation = test_validation();
+    rfa_context_options_from_environment(&o);
+    CHECK(o.device && strcmp(o.device, "no-such-device-in-the-environment") == 0);
+    CHECK(rfa_context_create_ex(&o, &other) == RFA_ERROR_DEVICE && other == NULL);
+    CHECK(set_variable("RFA_DEVICE", "") == 0);
+    CHECK(set_variable("RFA_ATTN_SPLIT_K", "3") == 0 && set_variable("RFA_LINEAR_KERNEL", "gemv") == 0);
+    rfa_context_options_default(&o);
+    rfa_context_options_from_environment(&o);
+    CHECK(o.device == NULL && o.attention_split_k == 3 && o.linear_kernel && strcmp(o.linear_kernel, "gemv") == 0);
+    CHECK(set_variable("RFA_ATTN_SPLIT_K", "") == 0 && set_variable("RFA_LINEAR_KERNEL", "") == 0);
+  }
+
   rfa_model* model = NULL;
   CHECK(rfa_model_load("/nonexistent/model/dir", &model) != RFA_OK && model == NULL);
   CHECK(write_model(dir));
@@ -150,6 +200,21 @@ int main(int argc, char** argv) {
   int count = 0;
   size_t floats = 0;
   CHECK(rfa_session_outputs(s, prefill, 8 * DE, &count, &floats) == RFA_OK && count == 8 && floats == 8 * DE);
+  /* The CPU twin, from librfa_reference (linked for this test), agrees with the GPU prefill; its
+   * errors reach rfa_last_error through rfa_set_last_error, librfa's per-thread message. */
+  {
+    double xd[8 * DE], twin[8 * DE], worst = 0;
+    for (int i = 0; i < 8 * DE; ++i) xd[i] = x[i];
+    CHECK(rfa_model_reference_forward(model, 1, 8, xd, NULL, NULL, twin) == RFA_OK);
+    for (int i = 0; i < 8 * DE; ++i) worst = fmax(worst, fabs(twin[i] - (double)prefill[i]));
+    CHECK(worst < 1e-3);
+    CHECK(rfa_model_reference_forward(model, 1, 8, NULL, NULL, NULL, twin) == RFA_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(rfa_last_error(), "takes values") != NULL);
+    CHECK(rfa_model_reference_forward(NULL, 1, 8, xd, NULL, NULL, twin) == RFA_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(rfa_last_error(), "NULL") != NULL);
+    CHECK(rfa_set_last_error(RFA_ERROR_IO, "io_error: set by an extension") == RFA_ERROR_IO);
+    CHECK(strcmp(rfa_last_error(), "io_error: set by an extension") == 0);
+  }
   float probe[8 * 8];
   CHECK(rfa_session_attention(s, 0, 1, 0, 0, 8, 0, 8, 0, probe) == RFA_OK);
   for (int r = 0; r < 8; ++r) {

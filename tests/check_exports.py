@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""What librfa exports, and what it links.
+"""What librfa and librfa_reference export, and what they link.
 
-    check_exports.py LIBRARY [--objdump TOOL]   check librfa.so (nm -D, readelf -d) or rfa.dll
-                                                (TOOL -p: its export table and imported DLLs)
+    check_exports.py LIBRARY [--objdump TOOL] [--reference]
+                                                check librfa.so (nm -D, readelf -d) or rfa.dll
+                                                (TOOL -p: its export table and imported DLLs);
+                                                --reference: librfa_reference.so / rfa_reference.dll
     check_exports.py --self-test                every check catches its case
 
 The shared library exports the public API only (rfa/export.h's RFA_API): C functions rfa_* and
@@ -10,6 +12,14 @@ C++ names of namespace rfa itself. A symbol of an internal namespace (rfa::gpu, 
 rfa::model, rfa::session, ...), of volk (vk*, volk*, rfa_vk*), or any other name fails. The
 library must not need the Vulkan loader at link time (libvulkan.so* / vulkan-1.dll): it opens the
 loader at run time. A few names the public API cannot do without must be present.
+
+librfa carries no CPU twin: it exports nothing of it (reference_forward, rfa_model_reference_forward,
+rfa::ref) and, where the ELF library has a symbol table, defines none of rfa::ref even as a local
+symbol. It reads no environment: an ELF librfa imports no getenv / secure_getenv.
+
+librfa_reference (--reference) exports the twin's public face only (rfa::reference_forward and
+rfa_model_reference_forward), and needs librfa (librfa.so* / rfa.dll) instead of carrying a copy of
+the runtime (no rfa::gpu symbol in its symbol table).
 """
 import re
 import subprocess
@@ -22,17 +32,32 @@ INTERNAL = ("gpu", "ops", "ref", "model", "session", "probe", "sample", "capi", 
 ABI_PREFIXES = ("typeinfo for ", "typeinfo name for ", "vtable for ", "VTT for ",
                 "non-virtual thunk to ", "virtual thunk to ", "guard variable for ")
 REQUIRED = ("rfa_version", "rfa_context_create", "rfa::version()", "rfa::list_devices()",
-            "rfa::Context::create(", "rfa::Session::create(", "rfa::reference_forward(")
+            "rfa::Context::create(", "rfa::Session::create(")
 LOADER = re.compile(r"^(libvulkan\.so.*|vulkan-1\.dll)$", re.IGNORECASE)
+# An internal namespace or a public class's Impl anywhere in a symbol (its parameter types included).
+INTERNAL_ANYWHERE = re.compile(r"rfa::(%s)::|\bImpl\b" % "|".join(re.escape(n) for n in INTERNAL))
+# The CPU twin's names (demangled), which live in librfa_reference only.
+TWIN = re.compile(r"^(rfa_model_reference_forward$|rfa::reference_forward\(|rfa::ref::|rfa::ReferenceAttention\b)")
+# What librfa_reference exports, all of it, and needs.
+REFERENCE_EXPORTS = re.compile(r"^(rfa_model_reference_forward|rfa::reference_forward\(.*)$")
+REFERENCE_REQUIRED = ("rfa_model_reference_forward", "rfa::reference_forward(")
+LIBRFA = re.compile(r"^(librfa\.so(\..*)?|rfa\.dll)$", re.IGNORECASE)
+# Reading the environment (an import of the library).
+ENVIRONMENT = ("getenv", "secure_getenv")
+
+
+def strip_abi(name):
+    for p in ABI_PREFIXES:
+        if name.startswith(p):
+            return name[len(p):]
+    return name
 
 
 def bad_symbol(name):
-    """Why `name` (demangled) must not be exported, or None when it may."""
-    base = name
-    for p in ABI_PREFIXES:
-        if base.startswith(p):
-            base = base[len(p):]
-            break
+    """Why `name` (demangled) must not be exported by librfa, or None when it may."""
+    base = strip_abi(name)
+    if TWIN.match(base):
+        return "the CPU twin (it lives in librfa_reference)"
     if re.match(r"^rfa_[A-Za-z0-9_]+$", base):
         if base.startswith("rfa_vk") or base.startswith("rfa_volk"):
             return "volk's function table (runtime-internal)"
@@ -48,11 +73,22 @@ def bad_symbol(name):
     return "not the rfa public API"
 
 
-def check(symbols, needed):
-    """Error lines for exported `symbols` (demangled) and `needed` libraries."""
+def internal_in_signature(name):
+    """The internal namespace or Impl a symbol's parameter types name (ELF: a public class's private
+    constructor from its implementation must stay hidden, RFA_HIDDEN), or None."""
+    m = INTERNAL_ANYWHERE.search(strip_abi(name))
+    return m.group(0) if m else None
+
+
+def check(symbols, needed, local=None, imports=None, signatures=False):
+    """Error lines for librfa's exported `symbols` (demangled) and `needed` libraries; `local`: every
+    symbol of its symbol table (None: stripped, or not ELF); `imports`: its undefined dynamic symbols;
+    `signatures`: also refuse a symbol whose parameter types name an internal namespace or an Impl."""
     errors = []
     for s in sorted(set(symbols)):
         why = bad_symbol(s)
+        if not why and signatures and internal_in_signature(s):
+            why = "its signature names the internal %s" % internal_in_signature(s)
         if why:
             errors.append(f"exported: {s}  ({why})")
     for n in needed:
@@ -61,6 +97,32 @@ def check(symbols, needed):
     for r in REQUIRED:
         if not any(s == r or s.startswith(r) for s in symbols):
             errors.append(f"missing from the exports: {r}")
+    twin = sorted({s for s in (local or []) if TWIN.match(strip_abi(s))})
+    if twin:
+        errors.append(f"carries the CPU twin ({len(twin)} symbols, e.g. {twin[0]}): it belongs in librfa_reference")
+    for i in sorted(set(imports or [])):
+        if i in ENVIRONMENT:
+            errors.append(f"imports {i}: the library reads no environment (ContextOptions carries it)")
+    return errors
+
+
+def check_reference(symbols, needed, local=None):
+    """Error lines for librfa_reference (see the module docstring)."""
+    errors = []
+    for s in sorted(set(symbols)):
+        if not REFERENCE_EXPORTS.match(s):
+            errors.append(f"exported: {s}  (librfa_reference exports the twin's public face only)")
+    for r in REFERENCE_REQUIRED:
+        if not any(s == r or s.startswith(r) for s in symbols):
+            errors.append(f"missing from the exports: {r}")
+    for n in needed:
+        if LOADER.match(n):
+            errors.append(f"links the Vulkan loader {n}")
+    if not any(LIBRFA.match(n) for n in needed):
+        errors.append("does not need librfa (librfa.so* / rfa.dll): the twin sits on top of the runtime, not beside a copy")
+    runtime = sorted({s for s in (local or []) if strip_abi(s).startswith("rfa::gpu::")})
+    if runtime:
+        errors.append(f"carries a copy of the runtime ({runtime[0]}, ...)")
     return errors
 
 
@@ -86,6 +148,17 @@ def elf_exports(lib):
     return demangle(symbols), needed
 
 
+def elf_locals_and_imports(lib):
+    """Every defined symbol of the symbol table (None when the library is stripped) and the
+    undefined dynamic symbols (their names without a version)."""
+    proc = subprocess.run(["nm", "--defined-only", lib], capture_output=True, text=True)
+    local = None
+    if proc.returncode == 0 and "no symbols" not in proc.stderr:
+        local = demangle([p[2] for p in (l.split(maxsplit=2) for l in proc.stdout.splitlines()) if len(p) == 3])
+    imports = [l.split()[-1].split("@")[0] for l in run(["nm", "-D", "--undefined-only", lib]).splitlines() if l.split()]
+    return local, imports
+
+
 def pe_exports(lib, objdump):
     text = run([objdump, "-p", lib])
     needed = re.findall(r"DLL Name: (\S+)", text)
@@ -102,11 +175,12 @@ def pe_exports(lib, objdump):
 def self_test():
     good = ["rfa_version", "rfa_context_create", "rfa::version()", "rfa::list_devices()",
             "rfa::Context::create(rfa::ContextOptions const&)", "rfa::Session::create(rfa::Context&)",
-            "rfa::reference_forward(rfa::Model const&, int)", "typeinfo for rfa::Tokenizer"]
+            "typeinfo for rfa::Tokenizer"]
     cases = {
         "rfa::gpu::Context::create(rfa::ContextOptions const&)": "internal namespace rfa::gpu",
         "rfa::ops::record_linear(int)": "internal namespace rfa::ops",
-        "rfa::ref::linear(int)": "internal namespace rfa::ref",
+        "rfa::ref::linear(int)": "the CPU twin",
+        "rfa::reference::Thing::f()": "internal namespace rfa::reference",
         "vtable for rfa::model::Thing": "internal namespace rfa::model",
         "rfa_vkCreateInstance": "volk",
         "rfa::Session::Impl::init()": "internal Impl",
@@ -126,6 +200,43 @@ def self_test():
         failures.append("vulkan-1.dll import not caught")
     if not check(good[1:], []):
         failures.append("a missing rfa_version not caught")
+    for sym in ("rfa::reference_forward(rfa::Model const&, int)", "rfa_model_reference_forward",
+                "rfa::ref::forward(rfa::Model const&)"):
+        errs = check(good + [sym], [])
+        if not errs or "CPU twin" not in errs[0]:
+            failures.append(f"exported twin {sym!r} not caught: {errs}")
+    errs = check(good, [], local=good + ["rfa::ref::linear(rfa::LinearWeights const&)"])
+    if not errs or "carries the CPU twin" not in errs[0]:
+        failures.append(f"a local rfa::ref symbol not caught: {errs}")
+    ctor = "rfa::Context::Context(std::unique_ptr<rfa::gpu::Context, std::default_delete<rfa::gpu::Context> >)"
+    errs = check(good + [ctor], [], signatures=True)
+    if not errs or "signature names the internal rfa::gpu::" not in errs[0]:
+        failures.append(f"a signature naming rfa::gpu not caught: {errs}")
+    errs = check(good + ["rfa::Session::Session(std::unique_ptr<rfa::Session::Impl>)"], [], signatures=True)
+    if not errs or "Impl" not in errs[0]:
+        failures.append(f"a signature naming an Impl not caught: {errs}")
+    if check(good + [ctor], []):
+        failures.append("signatures were checked where they are not asked for (PE: RFA_HIDDEN is empty there)")
+    errs = check(good, [], imports=["getenv", "memcpy"])
+    if not errs or "reads no environment" not in errs[0]:
+        failures.append(f"an import of getenv not caught: {errs}")
+    if check(good, [], local=good, imports=["memcpy"]):
+        failures.append("a clean symbol table was refused")
+    ref_good = ["rfa_model_reference_forward", "rfa::reference_forward(rfa::Model const&, int)"]
+    if check_reference(ref_good, ["librfa.so.0.1", "libc.so.6"], local=ref_good + ["rfa::ref::linear()"]):
+        failures.append("a good librfa_reference was refused: %s" % check_reference(ref_good, ["librfa.so.0.1"]))
+    if check_reference(ref_good, ["rfa.dll", "KERNEL32.dll"]):
+        failures.append("a good rfa_reference.dll was refused")
+    ref_cases = {
+        "extra export": (ref_good + ["rfa::ref::linear(int)"], ["librfa.so.0.1"], None, "public face only"),
+        "missing export": (ref_good[1:], ["librfa.so.0.1"], None, "missing from the exports"),
+        "no librfa": (ref_good, ["libc.so.6"], None, "does not need librfa"),
+        "copy of the runtime": (ref_good, ["librfa.so.0.1"], ["rfa::gpu::Context::create()"], "copy of the runtime"),
+    }
+    for what, (syms, needed, local, want) in ref_cases.items():
+        errs = check_reference(syms, needed, local)
+        if not errs or want not in errs[0]:
+            failures.append(f"librfa_reference case {what!r} not caught as {want!r}: {errs}")
     for f in failures:
         print("check_exports self-test:", f)
     print("check_exports self-test:", "FAIL" if failures else "ok")
@@ -135,12 +246,22 @@ def self_test():
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return self_test()
-    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--objdump"):
+    args = argv[1:]
+    reference = "--reference" in args
+    if reference:
+        args.remove("--reference")
+    if len(args) not in (1, 3) or (len(args) == 3 and args[1] != "--objdump"):
         print(__doc__)
         return 2
-    lib = argv[1]
-    symbols, needed = pe_exports(lib, argv[3]) if len(argv) == 4 else elf_exports(lib)
-    errors = check(symbols, needed)
+    lib = args[0]
+    local = imports = None
+    if len(args) == 3:
+        symbols, needed = pe_exports(lib, args[2])
+    else:
+        symbols, needed = elf_exports(lib)
+        local, imports = elf_locals_and_imports(lib)
+    errors = (check_reference(symbols, needed, local) if reference
+              else check(symbols, needed, local, imports, signatures=len(args) == 1))
     for e in errors:
         print(f"{lib}: {e}")
     print(f"{lib}: {len(symbols)} exported symbols, needs {', '.join(needed) or 'nothing'}: "

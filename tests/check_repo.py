@@ -10,6 +10,13 @@ catches what it should):
             mentioned before it on the same line, or, in a docs/ page, the page itself;
   includes  outside runtime/src, tests/ and tools/rfa-bench/, no #include of a header that lives
             in runtime/src (programs, the viewer and the examples use runtime/include/rfa only);
+  environment  no getenv (nor secure_getenv, GetEnvironmentVariable, _dupenv_s) anywhere under
+            runtime/src: the library reads no environment; the programs read RFA_* through
+            runtime/include/rfa/environment.hpp (inline, so in the program);
+  twin      the CPU twin (its headers reference/*.hpp and rfa/reference.hpp) is included only by the
+            twin's own library (runtime/src/reference/), the tests, rfa-run's --cpu-reference path
+            (tools/rfa-run/main.cpp, demo.cpp), rfa-bench and the twin's own example
+            (examples/reference/), which link rfa_reference;
   api       every function runtime/include/rfa/rfa.h declares is named in docs/c-api.md, and every
             public member of the Python Session (python/rfa/session.py) in docs/python.md.
 
@@ -34,6 +41,13 @@ MD_MENTION = re.compile(r"([\w./-]+\.md)\b")
 HEADING = re.compile(r"^#{1,6}\s+(\d+(?:\.\d+)*)\.?\s")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 INTERNAL_OK = ("runtime/src/", "tests/", "tools/rfa-bench/")
+# Reading the environment: none of it in the library.
+ENV_READ = re.compile(r"getenv|GetEnvironmentVariable|_dupenv_s")
+LIBRARY_SOURCES = "runtime/src/"
+# The twin's headers, and who may include them (they link rfa_reference).
+TWIN_INCLUDE = re.compile(r"^(reference/[\w./-]+|rfa/reference\.hpp)$")
+TWIN_OK = ("runtime/src/reference/", "tests/", "tools/rfa-run/main.cpp", "tools/rfa-run/demo.cpp", "tools/rfa-bench/",
+           "examples/reference/")
 
 
 def tracked_files(root):
@@ -159,6 +173,17 @@ def check(root):
                                     % (where, SECTION, m.group(1), page))
                 elif m.group(1) not in sections_of[page]:
                     problems.append("%s: %s has no section %s" % (where, page, m.group(1)))
+        if f.startswith(LIBRARY_SOURCES):
+            for m in ENV_READ.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                problems.append("%s:%d: %s: the library reads no environment (take it in ContextOptions; the "
+                                "programs read RFA_* through rfa/environment.hpp)" % (f, line, m.group(0)))
+        if not f.startswith(TWIN_OK) and f.endswith((".c", ".cc", ".cpp", ".h", ".hpp")):
+            for m in INCLUDE.finditer(text):
+                if TWIN_INCLUDE.match(m.group(1)):
+                    line = text.count("\n", 0, m.start()) + 1
+                    problems.append("%s:%d: includes the CPU twin's %s outside rfa_reference, the tests and "
+                                    "--cpu-reference" % (f, line, m.group(1)))
         if not f.startswith(INTERNAL_OK) and f.endswith((".c", ".cc", ".cpp", ".h", ".hpp")):
             for m in INCLUDE.finditer(text):
                 inc = m.group(1)
@@ -179,7 +204,11 @@ def self_test():
         write("runtime/src/model/model.hpp", "// private\n")
         write("runtime/include/rfa/x.hpp", "// public\n")
         write("good.cpp", '#include "rfa/x.hpp"\n// docs/math.md ' + SECTION + "5.1, " + SECTION + "5\n")
-        write("tests/t.cpp", '#include "model/model.hpp"\n')
+        write("tests/t.cpp", '#include "model/model.hpp"\n#include "reference/ops_ref.hpp"\n')
+        write("runtime/src/reference/ops_ref.hpp", "// the twin\n")
+        write("runtime/src/reference/ops_ref.cpp", '#include "reference/ops_ref.hpp"\n')
+        write("tools/rfa-run/main.cpp", '#include "rfa/reference.hpp"\n')
+        write("tools/rfa-run/args.cpp", "// reads RFA_MODEL with std::getenv, as a program may\n")
         write(C_PAGE, "# C\n\n`rfa_documented`\n")
         write(PY_PAGE, "# Python\n\n`documented()`, `position`\n")
         write(C_HEADER, "/* rfa_in_a_comment(void) */\nint rfa_documented(int x);\n")
@@ -195,6 +224,12 @@ def self_test():
             "bare.cpp": "// see " + SECTION + "5\n",
             "old.cpp": "// the Regimes panel (RFA" + ".md 5)\n",
             "viewer/v.cpp": '#include "model/model.hpp"\n',
+            "runtime/src/gpu/env.cpp": 'const char* v = std::getenv("RFA_DEVICE");\n',
+            "runtime/src/core/win.cpp": "GetEnvironmentVariableA(name, buf, n);\n",
+            "runtime/src/capi/twin.cpp": '#include "reference/ops_ref.hpp"\n',
+            "runtime/src/core/self.cpp": '#include "rfa/reference.hpp"\n',
+            "viewer/twin.cpp": '#include "rfa/reference.hpp"\n',
+            "tools/rfa-run/args.cpp": '#include "reference/model_ref.hpp"\n',
             "docs/link.md": "# L\n\n[x](sub/math.md)\n",
             C_HEADER: "int rfa_documented(int x);\nRFA_API rfa_status rfa_new_call(const rfa_session* s);\n",
             PY_SESSION: "class Session:\n    def documented(self): pass\n    def new_method(self): pass\n",

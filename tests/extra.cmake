@@ -1,7 +1,7 @@
 # rfa-viewer's tests: they run the real program (headless, and windowed under Xvfb).
 if(TARGET rfa-viewer)
   add_executable(viewer_headless_check viewer_headless_check.cpp)
-  target_link_libraries(viewer_headless_check PRIVATE rfa_internal)
+  target_link_libraries(viewer_headless_check PRIVATE rfa_internal rfa_reference)
   set(viewer_env
     "XDG_RUNTIME_DIR=${CMAKE_BINARY_DIR}/xdg"
     "RFA_VALIDATION=1"
@@ -97,16 +97,22 @@ endif()
 # tools/rfa-bench/. The self-test proves each check catches its case.
 # The shared library exports the public API only and does not link the Vulkan loader (librfa.so:
 # nm -D and readelf -d; rfa.dll: its export table and imports through the cross objdump).
+# librfa carries no CPU twin and reads no environment; librfa_reference (the twin) exports its
+# public face only and sits on top of librfa (library_exports_reference).
 if(WIN32)
   find_program(RFA_OBJDUMP NAMES x86_64-w64-mingw32-objdump objdump)
   add_test(NAME library_exports COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_exports.py
            $<TARGET_FILE:rfa_shared> --objdump ${RFA_OBJDUMP})
+  add_test(NAME library_exports_reference COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_exports.py
+           $<TARGET_FILE:rfa_reference_shared> --objdump ${RFA_OBJDUMP} --reference)
 else()
   add_test(NAME library_exports COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_exports.py
            $<TARGET_FILE:rfa_shared>)
+  add_test(NAME library_exports_reference COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_exports.py
+           $<TARGET_FILE:rfa_reference_shared> --reference)
 endif()
 add_test(NAME library_exports_selftest COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_exports.py --self-test)
-set_tests_properties(library_exports library_exports_selftest PROPERTIES
+set_tests_properties(library_exports library_exports_reference library_exports_selftest PROPERTIES
   ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 120)
 
 add_test(NAME repo_checks COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_repo.py ${CMAKE_SOURCE_DIR})
@@ -140,6 +146,8 @@ if(TARGET hello_rfa_cpp)
     add_test(NAME example_c${kind} COMMAND hello_rfa_c${kind} ${CMAKE_SOURCE_DIR}/models/tiny-char-lm)
     set_tests_properties(example_cpp${kind} example_c${kind} PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 300)
   endforeach()
+  add_test(NAME example_twin COMMAND check_with_twin ${CMAKE_SOURCE_DIR}/models/spiral-filter)
+  set_tests_properties(example_twin PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 300)
 endif()
 
 # rfa-bench attention --stats on a tiny shape: every benchmark line lists the kernels its run

@@ -21,6 +21,9 @@ uses_prefix_lib() {
 step "cmake --install to $prefix"
 cmake --install "$build" --prefix "$prefix" > "$work/install.log" || { cat "$work/install.log"; fail "cmake --install"; }
 for f in lib/librfa.a lib/librfa.so include/rfa/rfa.h include/rfa/session.hpp include/rfa/tokenizer.hpp \
+         include/rfa/environment.hpp include/rfa/environment.h include/rfa/reference.hpp \
+         lib/librfa_reference.a lib/librfa_reference.so lib/cmake/rfa/rfaReferenceTargets.cmake \
+         lib/pkgconfig/rfa_reference.pc \
          lib/cmake/rfa/rfaConfig.cmake lib/cmake/rfa/rfaConfigVersion.cmake lib/pkgconfig/rfa.pc bin/rfa-run \
          bin/rfa-make-model share/rfa/models/spiral-filter/model.safetensors share/rfa/models/tiny-char-lm/config.json \
          share/rfa/python/pyproject.toml share/doc/rfa/README.md share/doc/rfa/docs/math.md share/doc/rfa/examples/c/hello_rfa.c; do
@@ -29,16 +32,24 @@ done
 # Exactly the public headers, nothing from runtime/src.
 diff <(cd "$src/runtime/include/rfa" && ls) <(cd "$prefix/include/rfa" && ls) || fail "installed headers differ from runtime/include/rfa"
 [ ! -e "$prefix/share/rfa/models/train" ] || fail "the training scripts are not part of the zoo"
+# The CPU twin is a library of its own: librfa has none of it, librfa_reference needs librfa.
+if nm -DC "$prefix/lib/librfa.so" | grep -q "reference_forward"; then fail "librfa.so exports the CPU twin"; fi
+nm -DC --defined-only "$prefix/lib/librfa_reference.so" | grep -q "rfa::reference_forward(" ||
+  fail "librfa_reference.so does not export rfa::reference_forward"
+readelf -d "$prefix/lib/librfa_reference.so" | grep -q "NEEDED.*\[librfa\.so" || fail "librfa_reference.so does not need librfa.so"
 
 step "installed rfa-run and rfa-make-model"
 "$prefix/bin/rfa-run" --version | grep -q "rfa-run" || fail "rfa-run --version"
 "$prefix/bin/rfa-make-model" --out "$work/made" --arch signal --layers 1 --heads 2 --d-e 8 --d-in 2 > /dev/null
 "$prefix/bin/rfa-run" --model "$work/made" --summary --json | grep -q '"architecture":"signal"' || fail "rfa-run on a made model"
+"$prefix/bin/rfa-run" --model "$work/made" --cpu-reference --json > "$work/cpu.json" || fail "rfa-run --cpu-reference"
+grep -q 'cpu-reference' "$work/cpu.json" || fail "rfa-run --cpu-reference did not run the twin"
 
 step "examples with find_package(rfa)"
 cmake -S "$src/examples" -B "$work/ex" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/ex.log" 2>&1 ||
   { cat "$work/ex.log"; fail "configuring the examples"; }
 grep -q "the model zoo: $prefix/share/rfa/models" "$work/ex.log" || fail "rfa_MODELS_DIR does not point into the prefix"
+grep -q "the CPU twin (reference): TRUE" "$work/ex.log" || fail "find_package(rfa OPTIONAL_COMPONENTS reference) did not find it"
 cmake --build "$work/ex" -j2 >> "$work/ex.log" 2>&1 || { tail -40 "$work/ex.log"; fail "building the examples"; }
 uses_prefix_lib "$work/ex/hello_rfa_cpp" || fail "hello_rfa_cpp does not use the installed librfa.so"
 for s in hello_rfa_cpp_static hello_rfa_c_static; do
@@ -51,6 +62,30 @@ models=$prefix/share/rfa/models
 "$work/ex/hello_rfa_c_static" "$models/tiny-char-lm" > /dev/null
 "$work/ex/hello_rfa_c" "$models/tiny-char-lm"
 "$work/ex/hello_rfa_c" "$models/spiral-filter" > /dev/null
+"$work/ex/check_with_twin" "$models/spiral-filter" || fail "check_with_twin (rfa::reference)"
+"$work/ex/check_with_twin" "$models/tiny-char-lm" > /dev/null || fail "check_with_twin on the LM"
+"$work/ex/check_with_twin_static" "$models/spiral-filter" > /dev/null || fail "check_with_twin_static (rfa::reference_static)"
+if ldd "$work/ex/check_with_twin_static" | grep -q librfa; then fail "check_with_twin_static links a shared librfa"; fi
+ldd "$work/ex/check_with_twin" | grep -q "librfa_reference\.so" || fail "check_with_twin does not use librfa_reference.so"
+uses_prefix_lib "$work/ex/check_with_twin" || fail "check_with_twin does not use the installed librfa.so"
+# Without the component the package still configures (it is optional), and a REQUIRED one is refused.
+mkdir -p "$work/nocomp/prefix"
+cp -r "$prefix/lib" "$prefix/include" "$work/nocomp/prefix/"
+rm -f "$work/nocomp/prefix/lib/cmake/rfa/rfaReferenceTargets"*.cmake "$work/nocomp/prefix/lib/librfa_reference"*
+cat > "$work/nocomp/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(nocomp LANGUAGES CXX)
+find_package(rfa 0.1 REQUIRED OPTIONAL_COMPONENTS reference)
+if(rfa_reference_FOUND OR TARGET rfa::reference)
+  message(FATAL_ERROR "the reference component was found where it is not installed")
+endif()
+find_package(rfa 0.1 QUIET COMPONENTS reference)
+if(rfa_FOUND)
+  message(FATAL_ERROR "a REQUIRED reference component was accepted where it is not installed")
+endif()
+CM
+cmake -S "$work/nocomp" -B "$work/nocomp/build" -DCMAKE_PREFIX_PATH="$work/nocomp/prefix" > "$work/nocomp.log" 2>&1 ||
+  { cat "$work/nocomp.log"; fail "the reference component is not optional"; }
 if "$work/ex/hello_rfa_c" "$work/no-such-model" 2> "$work/err.txt"; then fail "hello_rfa_c accepted a missing model"; fi
 grep -q "no-such-model" "$work/err.txt" || fail "the C example's error does not name the folder"
 
@@ -65,6 +100,11 @@ c++ -std=c++20 "$src/examples/cpp/hello_rfa.cpp" $(pkg-config --cflags --libs rf
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror "$src/examples/c/hello_rfa.c" $(pkg-config --cflags --libs rfa) -lm -Wl,-rpath,"$libdir" -o "$work/pc_c"
 uses_prefix_lib "$work/pc_c" || fail "pc_c does not use the installed librfa.so"
+# The twin through pkg-config rfa_reference (it requires rfa).
+# shellcheck disable=SC2046
+c++ -std=c++20 "$src/examples/reference/check_with_twin.cpp" $(pkg-config --cflags --libs rfa_reference) \
+  -Wl,-rpath,"$libdir" -o "$work/pc_twin"
+"$work/pc_twin" "$models/spiral-filter" > /dev/null || fail "pc_twin (pkg-config rfa_reference)"
 "$work/pc_cpp" "$models/tiny-char-lm" > /dev/null
 "$work/pc_c" "$models/spiral-filter" > /dev/null
 
@@ -92,6 +132,11 @@ x = np.load(os.path.join(models, "spiral-filter", "golden", "regular_input.npy")
 want = np.load(os.path.join(models, "spiral-filter", "golden", "regular_output.npy"))
 y = rfa.Session(m, max_context=x.shape[1]).prefill(x)
 assert np.abs(y - want).max() < 1e-4, np.abs(y - want).max()
+# The CPU twin from the prefix's librfa_reference.so, found next to librfa.so.
+r = m.reference(x)
+assert np.abs(r - want).max() < 1e-4, np.abs(r - want).max()
+from rfa import _lib
+assert _lib._reference_path == os.path.join(prefix, "lib", "librfa_reference.so"), _lib._reference_path
 print("python: installed package, no RFA_* variable, library", rfa.library_path(),
       "max |y - golden| %.2e" % np.abs(y - want).max())
 EOF

@@ -3,6 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <memory>
+#include <vector>
+
+#include "rfa/device.hpp"
+#include "rfa/environment.hpp"
 
 #include "gpu/vk_check.hpp"
 #include "gpu/vk_loader.hpp"
@@ -38,6 +43,87 @@ TEST_CASE("a device selector that matches nothing is a clear error, not a crash"
   c = Context::create(o);
   REQUIRE(!c.ok());
   CHECK(c.status().message().find("out of range") != std::string::npos);
+}
+
+TEST_CASE("the library reads no environment: RFA_DEVICE and RFA_VALIDATION reach it only through the options") {
+  // A device selector that matches nothing and validation on, in the environment only: a context
+  // created with the default options ignores both (the best device, no validation layer).
+  test::ScopedEnv device("RFA_DEVICE", "no-such-gpu-anywhere");
+  test::ScopedEnv validation("RFA_VALIDATION", "1");
+  test::ScopedEnv tile("RFA_ATTN_TILE", "1");
+  ContextOptions o;
+  uint64_t seen = 0;
+  o.on_message = [&](MessageSeverity sev, const char*) { seen += sev >= MessageSeverity::warning; };
+  auto c = Context::create(o);
+  REQUIRE_MESSAGE(c.ok(), c.status().to_string());
+  CHECK((*c)->impl().kernels().attention_tile == -1);
+  // No validation layer: the zero-sized buffer the validation test provokes goes unreported.
+  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bi.size = 0;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer b = VK_NULL_HANDLE;
+  VkResult r = vkCreateBuffer((*c)->impl().device(), &bi, nullptr, &b);
+  if (r == VK_SUCCESS && b) vkDestroyBuffer((*c)->impl().device(), b, nullptr);
+  CHECK(seen == 0);
+  CHECK((*c)->validation_message_count() == 0);
+  (*c).reset();  // one context at a time
+  // The programs' helper (rfa/environment.hpp) is what maps the variables onto the options.
+  const ContextOptions e = context_options_from_environment();
+  CHECK(e.device == "no-such-gpu-anywhere");
+  CHECK(e.validation == 1);
+  CHECK(e.kernels.attention_tile == 1);
+  auto refused = Context::create(e);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().message().find("no-such-gpu-anywhere") != std::string::npos);
+}
+
+TEST_CASE("context_options_from_environment: each RFA_* variable onto its field, the caller's own settings first") {
+  const char* names[] = {"RFA_DEVICE", "RFA_VALIDATION", "RFA_DEVICE_PROFILE", "RFA_LINEAR_KERNEL",
+                         "RFA_ATTN_DIRECT_KV", "RFA_ATTN_LAG_TABLE", "RFA_ATTN_SPLIT_K", "RFA_ATTN_TILE",
+                         "RFA_ATTN_F16_MATH", "RFA_ATTN_COOPMAT", "RFA_NO_PUSH_DESCRIPTORS"};
+  std::vector<std::unique_ptr<test::ScopedEnv>> unset;
+  for (const char* n : names) unset.push_back(std::make_unique<test::ScopedEnv>(n, nullptr));
+  {
+    const ContextOptions d = context_options_from_environment();
+    const KernelOptions k;
+    CHECK(d.device.empty());
+    CHECK(d.validation == 0);
+    CHECK(d.device_profile.empty());
+    CHECK(d.kernels.linear == k.linear);
+    CHECK(d.kernels.attention_direct_kv == -1);
+    CHECK(d.kernels.attention_split_k == -1);
+    CHECK(d.kernels.attention_coopmat == -1);
+    CHECK(d.kernels.push_descriptors);
+  }
+  test::ScopedEnv a("RFA_DEVICE", "llvmpipe"), b("RFA_VALIDATION", "0"), c("RFA_DEVICE_PROFILE", "intel-uhd-620"),
+      d("RFA_LINEAR_KERNEL", "gemv"), e("RFA_ATTN_DIRECT_KV", "0"), f("RFA_ATTN_LAG_TABLE", "1"),
+      g("RFA_ATTN_SPLIT_K", "4"), h("RFA_ATTN_TILE", "0"), i("RFA_ATTN_F16_MATH", "1"), j("RFA_ATTN_COOPMAT", "2"),
+      k("RFA_NO_PUSH_DESCRIPTORS", "1");
+  const ContextOptions o = context_options_from_environment();
+  CHECK(o.device == "llvmpipe");
+  CHECK(o.validation == 0);
+  CHECK(o.device_profile == "intel-uhd-620");
+  CHECK(o.kernels.linear == "gemv");
+  CHECK(o.kernels.attention_direct_kv == 0);
+  CHECK(o.kernels.attention_lag_table == 1);
+  CHECK(o.kernels.attention_split_k == 4);
+  CHECK(o.kernels.attention_tile == 0);
+  CHECK(o.kernels.attention_f16_math == 1);
+  CHECK(o.kernels.attention_coopmat == 2);
+  CHECK(!o.kernels.push_descriptors);
+  const KernelOptions same = kernel_options_from_environment();
+  CHECK(same.linear == "gemv");
+  CHECK(same.attention_coopmat == 2);
+  // A program's flags (--device, --device-profile) and an explicit validation win over the variables.
+  ContextOptions mine;
+  mine.device = "1";
+  mine.device_profile = "apple-m1-moltenvk";
+  mine.validation = 1;
+  const ContextOptions kept = context_options_from_environment(mine);
+  CHECK(kept.device == "1");
+  CHECK(kept.device_profile == "apple-m1-moltenvk");
+  CHECK(kept.validation == 1);
+  CHECK(kept.kernels.linear == "gemv");
 }
 
 TEST_CASE("the validation path catches a message provoked on purpose") {
@@ -284,3 +370,14 @@ TEST_CASE("after device loss the context refuses work with device_lost but can s
   float x = 1.f;
   CHECK(g.upload(*before, &x, 4).code() == Code::device_lost);
 }  // destroying the context and the buffer allocated before the loss must not crash
+
+TEST_CASE("self_check: a Linear op of off-tile shape against the library's own CPU loop (no twin in librfa)") {
+  auto r = self_check(test::context());
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK(r->rows == 61);
+  CHECK(r->in == 100);
+  CHECK(r->out == 257);
+  CHECK(r->pass);
+  CHECK(r->max_abs_error < 1e-3);
+  CHECK(r->max_abs_error > 0.0);  // fp32 on the device against double on the host: never exactly equal
+}

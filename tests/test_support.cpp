@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <mutex>
 
+#include "rfa/environment.hpp"
+
 #if defined(_WIN32)
 #define WIN32_LEAN_AND_MEAN
 #define NOMINMAX
@@ -38,8 +40,7 @@ std::string key_of(const KernelOptions& k) {
 
 bool validation_enabled() {
   static const bool enabled = [] {
-    const char* v = std::getenv("RFA_TEST_VALIDATION");
-    if (v && std::string(v) == "off") {
+    if (environment_variable("RFA_TEST_VALIDATION") == "off") {
       std::fprintf(stderr, "rfa tests: RFA_TEST_VALIDATION=off: running WITHOUT the Vulkan validation layer "
                            "(none on this platform); validation checks are skipped\n");
       return false;
@@ -56,11 +57,11 @@ rfa::Context& context(const KernelOptions& kernels) {
   const std::string key = key_of(kernels);
   for (auto& [k, c] : g_contexts)
     if (k == key) return *c;
-  ContextOptions o;
+  // RFA_DEVICE, and RFA_DEVICE_PROFILE for CTest's per-profile variants (tests/CMakeLists.txt), read
+  // here through the programs' helper (rfa/environment.hpp): the library reads no environment.
+  ContextOptions o = context_options_from_environment();
   o.validation = validation_option();  // tests run under the Khronos validation layer wherever there is one
   o.kernels = kernels;
-  // CTest's per-profile variants (tests/CMakeLists.txt) run a suite under a device profile.
-  if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) o.device_profile = p;
   o.on_message = [](MessageSeverity sev, const char* msg) {
     if (sev < MessageSeverity::warning) return;
     g_messages.fetch_add(1);
@@ -133,14 +134,14 @@ double max_violation(const std::vector<float>& g, const std::vector<double>& r, 
 }
 
 std::string source_dir() {
-  if (const char* s = std::getenv("RFA_SOURCE_DIR")) return s;
+  if (std::string s = environment_variable("RFA_SOURCE_DIR"); !s.empty()) return s;
   return RFA_SOURCE_DIR;
 }
 
 std::string temp_dir(const std::string& name) {
   namespace fs = std::filesystem;
-  fs::path base = std::getenv("RFA_BUILD_DIR") ? fs::path(std::getenv("RFA_BUILD_DIR")) / "test-tmp"
-                                               : fs::temp_directory_path() / "rfa-test-tmp";
+  const std::string build = environment_variable("RFA_BUILD_DIR");
+  fs::path base = !build.empty() ? fs::path(build) / "test-tmp" : fs::temp_directory_path() / "rfa-test-tmp";
   fs::path p = base / name;
   std::error_code ec;
   fs::remove_all(p, ec);
@@ -236,11 +237,11 @@ bool under_wine() {
 }
 
 std::string tool_path(const std::string& name) {
-  const char* b = std::getenv("RFA_BUILD_DIR");
+  const std::string b = environment_variable("RFA_BUILD_DIR");
 #if defined(_WIN32)
-  return (std::filesystem::path(b ? b : ".") / (name + ".exe")).string();
+  return (std::filesystem::path(b.empty() ? "." : b) / (name + ".exe")).string();
 #else
-  return (std::filesystem::path(b ? b : ".") / name).string();
+  return (std::filesystem::path(b.empty() ? "." : b) / name).string();
 #endif
 }
 

@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   // The same model and positions in this process.
   auto model = rfa::load_model_dir((dir / "model").string());
   auto npy = rfa::read_npy((dir / "inputs.npy").string());
-  auto ctx = rfa::Context::create();
+  auto ctx = rfa::Context::create(rfa::context_options_from_environment());  // RFA_DEVICE, RFA_VALIDATION
   if (!model || !npy || !ctx) {
     std::fprintf(stderr, "cannot load the model, the inputs or a context\n");
     return 1;

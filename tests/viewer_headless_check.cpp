@@ -258,7 +258,7 @@ void check_streaming(const std::string& viewer, const fs::path& dir) {
   if (!r.is_object()) return;
   auto model = rfa::load_model_dir((dir / "model").string());
   auto npy = rfa::read_npy((dir / "inputs.npy").string());
-  auto ctx = rfa::Context::create();
+  auto ctx = rfa::Context::create(rfa::context_options_from_environment());  // RFA_DEVICE, RFA_VALIDATION
   EXPECT(model && npy && ctx, "cannot load the model, the inputs or a context");
   if (!model || !npy || !ctx) return;
   rfa::SessionOptions so;

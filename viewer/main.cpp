@@ -22,6 +22,7 @@
 #include "screenshot.hpp"
 #include "targets.hpp"
 #include "vk_device.hpp"
+#include "rfa/environment.hpp"
 
 using namespace viewer;
 
@@ -148,9 +149,10 @@ int main(int argc, char** argv) {
     return 5;
   }
   rfa::AdoptedDevice ad{vk.instance, vk.phys, vk.device, vk.queue, vk.family, vk.device_extensions};
-  rfa::ContextOptions co;
-  co.kernels = rfa::kernel_options_from_environment();
-  if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) co.device_profile = p;  // docs/device-profiles.md
+  // RFA_DEVICE_PROFILE (docs/device-profiles.md) and the kernel variables; the device and its
+  // validation are VkSetup's (RFA_DEVICE, RFA_VALIDATION above).
+  rfa::ContextOptions co = rfa::context_options_from_environment();
+  co.device.clear();
   co.validation = 0;  // the instance is ours; our messenger already counts every message
   auto ctx = rfa::Context::adopt(ad, co);
   if (!ctx) {

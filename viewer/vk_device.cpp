@@ -1,6 +1,7 @@
 #include "vk_device.hpp"
 
 #include "rfa/device.hpp"
+#include "rfa/environment.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -30,10 +31,7 @@ std::string lower(std::string s) {
 
 bool VkSetup::create(const std::vector<const char*>& instance_exts, int validation, bool swapchain,
                      bool (*present_check)(VkInstance, VkPhysicalDevice, uint32_t), std::string* error) {
-  if (validation < 0) {
-    const char* v = std::getenv("RFA_VALIDATION");
-    validation = v && *v && std::strcmp(v, "0") != 0;
-  }
+  if (validation < 0) validation = rfa::environment_flag("RFA_VALIDATION");
   std::vector<const char*> layers, exts(instance_exts);
   if (validation) {
     if (!rfa::instance_has_layer("VK_LAYER_KHRONOS_validation")) {
@@ -75,7 +73,8 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
   vkEnumeratePhysicalDevices(instance, &n, nullptr);
   std::vector<VkPhysicalDevice> devs(n);
   vkEnumeratePhysicalDevices(instance, &n, devs.data());
-  const char* want = std::getenv("RFA_DEVICE");
+  const std::string want_device = rfa::environment_variable("RFA_DEVICE");
+  const char* want = want_device.empty() ? nullptr : want_device.c_str();
   int best = -1, best_rank = -1, best_family = -1;
   for (uint32_t d = 0; d < n; ++d) {
     VkPhysicalDeviceProperties p;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rfa/environment.h"
 #include "rfa/rfa.h"
 
 static int check(rfa_status s, const char* what) {
@@ -35,7 +36,10 @@ int main(int argc, char** argv) {
     }
 
   rfa_context* ctx = NULL;
-  check(rfa_context_create(NULL, -1, &ctx), "context");
+  rfa_context_options options;
+  rfa_context_options_default(&options);
+  rfa_context_options_from_environment(&options); /* RFA_DEVICE, RFA_VALIDATION: the app reads them */
+  check(rfa_context_create_ex(&options, &ctx), "context");
   rfa_session* s = NULL;
   check(rfa_session_create(ctx, model, 1, 64, &s), "session");
   enum { N = 16 };

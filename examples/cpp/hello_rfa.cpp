@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "rfa/environment.hpp"
 #include "rfa/session.hpp"
 #include "rfa/tokenizer.hpp"
 
@@ -16,7 +17,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s MODEL_DIR\n", argv[0]);
     return 2;
   }
-  auto ctx = rfa::Context::create();  // the best device (RFA_DEVICE picks another)
+  // The best device; the app reads RFA_DEVICE / RFA_VALIDATION itself (librfa reads no environment).
+  auto ctx = rfa::Context::create(rfa::context_options_from_environment());
   if (!ctx) return std::fprintf(stderr, "%s\n", ctx.status().to_string().c_str()), 1;
   auto model = rfa::load_model_dir(argv[1]);
   if (!model) return std::fprintf(stderr, "%s\n", model.status().to_string().c_str()), 1;

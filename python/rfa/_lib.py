@@ -15,6 +15,11 @@ Windows. Search order (the first that loads wins):
 6. a build tree: when the package is imported from a source checkout (python/rfa), the
    checkout's build/ folder;
 7. the dynamic linker's own search (ctypes.util.find_library).
+
+The CPU twin (Model.reference) lives in a library of its own, librfa_reference.so
+(librfa_reference.dylib, rfa_reference.dll), loaded on first use of the twin: RFA_REFERENCE_LIBRARY
+when set (nothing else is tried), else next to the loaded librfa, else the places above. Without it
+everything but Model.reference works, and that raises rfa.Error naming where it looked.
 """
 import ctypes
 import ctypes.util
@@ -72,6 +77,49 @@ class HeadInfo(ctypes.Structure):
 class RowDiagnostics(ctypes.Structure):
     _fields_ = [("entropy", c_double), ("log_partition", c_double), ("max_weight", c_double),
                 ("expected_lag", c_double), ("mass_beyond", c_double * 4)]
+
+
+class ContextOptions(ctypes.Structure):
+    """rfa_context_options (rfa.h): fill with rfa_context_options_default first."""
+    _fields_ = [("device", c_char_p), ("validation", c_int), ("device_profile", c_char_p),
+                ("memory_budget", ctypes.c_uint64), ("timestamps", c_int), ("linear_kernel", c_char_p)] + \
+               [(n, c_int) for n in ("attention_direct_kv", "attention_lag_table", "attention_split_k", "attention_tile",
+                                     "attention_f16_math", "attention_coopmat", "push_descriptors")]
+
+
+def context_options_from_environment(options, environ=None):
+    """Completes `options` (ContextOptions) from the RFA_* variables, as rfa/environment.hpp does for
+    the C++ programs: the library itself reads no environment. RFA_DEVICE where device is unset,
+    RFA_VALIDATION where validation is negative, RFA_DEVICE_PROFILE where device_profile is unset,
+    and the kernel variables (RFA_LINEAR_KERNEL, RFA_ATTN_*, RFA_NO_PUSH_DESCRIPTORS)."""
+    env = os.environ if environ is None else environ
+
+    def get(name):
+        return env.get(name, "")
+
+    if not options.device and get("RFA_DEVICE"):
+        options.device = get("RFA_DEVICE").encode()
+    if options.validation < 0:
+        options.validation = 1 if get("RFA_VALIDATION") not in ("", "0") else 0
+    if not options.device_profile and get("RFA_DEVICE_PROFILE"):
+        options.device_profile = get("RFA_DEVICE_PROFILE").encode()
+    if get("RFA_LINEAR_KERNEL"):
+        options.linear_kernel = get("RFA_LINEAR_KERNEL").encode()
+    for name, field in (("RFA_ATTN_DIRECT_KV", "attention_direct_kv"), ("RFA_ATTN_LAG_TABLE", "attention_lag_table"),
+                        ("RFA_ATTN_TILE", "attention_tile"), ("RFA_ATTN_F16_MATH", "attention_f16_math")):
+        if get(name):
+            setattr(options, field, 1 if get(name) == "1" else 0)
+    if get("RFA_ATTN_SPLIT_K"):
+        try:
+            n = int(get("RFA_ATTN_SPLIT_K").strip())
+        except ValueError:
+            n = 0
+        options.attention_split_k = max(0, n)
+    if get("RFA_ATTN_COOPMAT"):
+        options.attention_coopmat = {"1": 1, "2": 2}.get(get("RFA_ATTN_COOPMAT"), 0)
+    if get("RFA_NO_PUSH_DESCRIPTORS"):
+        options.push_descriptors = 1 if get("RFA_NO_PUSH_DESCRIPTORS") == "0" else 0
+    return options
 
 
 class SessionOptions(ctypes.Structure):
@@ -133,6 +181,8 @@ _PROTOTYPES = {
     "rfa_device_count": (c_int, [P(c_int)]),
     "rfa_device_name": (c_int, [c_int, P(c_char_p), P(c_char_p)]),
     "rfa_context_create": (c_int, [c_char_p, c_int, P(c_void_p)]),
+    "rfa_context_options_default": (None, [P(ContextOptions)]),
+    "rfa_context_create_ex": (c_int, [P(ContextOptions), P(c_void_p)]),
     "rfa_context_destroy": (None, [c_void_p]),
     "rfa_context_validation_messages": (ctypes.c_uint64, [c_void_p]),
     "rfa_context_device": (c_int, [c_void_p, P(c_char_p), P(c_char_p)]),
@@ -147,8 +197,6 @@ _PROTOTYPES = {
     "rfa_model_head": (c_int, [c_void_p, c_int, c_int, P(HeadInfo)]),
     "rfa_model_encode": (c_int, [c_void_p, c_char_p, c_size_t, P(c_int64), c_size_t, P(c_size_t)]),
     "rfa_model_decode": (c_int, [c_void_p, P(c_int64), c_size_t, c_char_p, c_size_t, P(c_size_t)]),
-    "rfa_model_reference_forward": (c_int, [c_void_p, c_int, c_int, P(c_double), P(c_int64), P(c_double),
-                                            P(c_double)]),
     "rfa_session_create": (c_int, [c_void_p, c_void_p, c_int, c_int, P(c_void_p)]),
     "rfa_session_destroy": (None, [c_void_p]),
     "rfa_session_prefill_tokens": (c_int, [c_void_p, P(c_int64), c_int, P(c_double)]),
@@ -183,18 +231,26 @@ _PROTOTYPES = {
                                      P(c_int64)]),
 }
 
+# librfa_reference's functions (the CPU twin), loaded by reference_lib().
+_REFERENCE_PROTOTYPES = {
+    "rfa_model_reference_forward": (c_int, [c_void_p, c_int, c_int, P(c_double), P(c_int64), P(c_double),
+                                            P(c_double)]),
+}
+
 _lock = threading.Lock()
 _lib = None
 _path = None
+_reference = None
+_reference_path = None
 
 
-def library_name():
-    """The shared library's file name on this platform."""
+def library_name(base="rfa"):
+    """The shared library's file name on this platform (base "rfa_reference": the CPU twin's)."""
     if sys.platform == "win32":
-        return "rfa.dll"
+        return base + ".dll"
     if sys.platform == "darwin":
-        return "librfa.dylib"
-    return "librfa.so"
+        return "lib%s.dylib" % base
+    return "lib%s.so" % base
 
 
 def _prefix_dirs(prefix):
@@ -227,12 +283,12 @@ def _recorded_dirs(here):
     return out
 
 
-def candidates():
+def candidates(base="rfa", variable="RFA_LIBRARY"):
     """Where the library is looked for, in order (see the module docstring)."""
-    env = os.environ.get("RFA_LIBRARY")
+    env = os.environ.get(variable)
     if env:
         return [env]
-    name = library_name()
+    name = library_name(base)
     here = os.path.dirname(os.path.abspath(__file__))
     dirs = [here]
     if os.environ.get("RFA_PREFIX"):
@@ -244,7 +300,7 @@ def candidates():
     if os.path.exists(os.path.join(checkout, "CMakeLists.txt")):
         dirs.append(os.path.join(checkout, "build"))
     out = [os.path.join(d, name) for d in dirs]
-    found = ctypes.util.find_library("rfa")
+    found = ctypes.util.find_library(base)
     if found:
         out.append(found)
     seen, unique = set(), []
@@ -282,6 +338,59 @@ def lib():
             return _lib
         raise ImportError("%s not found; set RFA_LIBRARY to its path or RFA_PREFIX to its install prefix. "
                           "Tried:\n  %s" % (library_name(), "\n  ".join(tried)))
+
+
+def reference_candidates():
+    """Where librfa_reference is looked for: RFA_REFERENCE_LIBRARY alone when set, else next to the
+    loaded librfa, then librfa's own search."""
+    if os.environ.get("RFA_REFERENCE_LIBRARY"):
+        return [os.environ["RFA_REFERENCE_LIBRARY"]]
+    out = []
+    if _path and os.sep in _path:
+        out.append(os.path.join(os.path.dirname(os.path.abspath(_path)), library_name("rfa_reference")))
+    for c in candidates("rfa_reference", "RFA_REFERENCE_LIBRARY"):
+        if c not in out:
+            out.append(c)
+    return out
+
+
+def reference_lib():
+    """librfa_reference, the CPU twin's library (loading librfa first, then it, on first use). Raises
+    Error (UNSUPPORTED) naming every place tried when it is not there."""
+    global _reference, _reference_path
+    lib()
+    with _lock:
+        if _reference is not None:
+            return _reference
+        tried = []
+        for c in reference_candidates():
+            if os.sep in c and not os.path.exists(c):
+                tried.append(c + " (not there)")
+                continue
+            try:
+                handle = ctypes.CDLL(c)
+            except OSError as e:
+                tried.append("%s (%s)" % (c, e))
+                continue
+            for name, (res, args) in _REFERENCE_PROTOTYPES.items():
+                f = getattr(handle, name, None)
+                if f is None:
+                    raise Error(UNSUPPORTED, "%s: has no %s (not the CPU twin's library?)" % (c, name))
+                f.restype = res
+                f.argtypes = args
+            _reference, _reference_path = handle, c
+            return _reference
+        raise Error(UNSUPPORTED, "the CPU twin's library %s was not found, so Model.reference cannot run "
+                                 "(everything else works without it); build or install rfa_reference, or set "
+                                 "RFA_REFERENCE_LIBRARY to its path. Tried:\n  %s"
+                    % (library_name("rfa_reference"), "\n  ".join(tried)))
+
+
+def call_reference(name, *args):
+    """call() for a function of librfa_reference (the message still comes from rfa_last_error)."""
+    st = getattr(reference_lib(), name)(*args)
+    if st != OK:
+        raise Error(st, last_error())
 
 
 def library_path():

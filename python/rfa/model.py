@@ -33,8 +33,10 @@ def devices():
 class Context:
     """One Vulkan device opened by the runtime. device: None (the best device, or RFA_DEVICE), an
     index, or a case-insensitive name substring. validation: None follows RFA_VALIDATION, else
-    True/False. Sessions on one context share the device; Session(device=...) reuses one context
-    per device string."""
+    True/False. The package reads those variables (and RFA_DEVICE_PROFILE, RFA_LINEAR_KERNEL,
+    RFA_ATTN_*, RFA_NO_PUSH_DESCRIPTORS) itself and passes them to rfa_context_create_ex: the
+    library reads no environment. Sessions on one context share the device; Session(device=...)
+    reuses one context per device string."""
 
     @checked
     def __init__(self, device=None, validation=None):
@@ -44,7 +46,12 @@ class Context:
             raise _args.bad("validation must be None, True or False, got %r" % (validation,))
         h = c_void_p()
         dev = None if device is None else str(device).encode()
-        _lib.call("rfa_context_create", dev, -1 if validation is None else int(bool(validation)), ctypes.byref(h))
+        opts = _lib.ContextOptions()
+        _lib.lib().rfa_context_options_default(ctypes.byref(opts))
+        opts.device = dev
+        opts.validation = -1 if validation is None else int(bool(validation))
+        _lib.context_options_from_environment(opts)
+        _lib.call("rfa_context_create_ex", ctypes.byref(opts), ctypes.byref(h))
         self._h = h
         # Raw handles of the live sessions on this context. Closing the context closes them first:
         # in a garbage cycle (e.g. a traceback holding both) Python may finalize the context before
@@ -190,13 +197,15 @@ class Model:
     @checked
     def reference(self, x, timestamps=None):
         """REFERENCE ONLY (slow; for checking results): the double-precision CPU twin's forward pass
-        on x ([N, d] / [B, N, d] values, or [N] / [B, N] token ids). Returns float64 [B, N, output_dim]."""
+        on x ([N, d] / [B, N, d] values, or [N] / [B, N] token ids). Returns float64 [B, N, output_dim].
+        The twin is in librfa_reference, loaded on first use (RFA_REFERENCE_LIBRARY, else next to
+        librfa); without it this raises rfa.Error (code rfa.UNSUPPORTED) saying where it looked."""
         from .session import as_input, as_timestamps
         arr, B, N = as_input(self, x, None)
         ts = as_timestamps(timestamps, B, N)
         out = np.zeros((B, N, self.info["output_dim"]), dtype=np.float64)
         vals = None if self.is_lm else np.ascontiguousarray(np.asarray(x, dtype=np.float64).reshape(arr.shape))
-        _lib.call("rfa_model_reference_forward", self._h, B, N,
+        _lib.call_reference("rfa_model_reference_forward", self._h, B, N,
                   None if vals is None else vals.ctypes.data_as(P(c_double)),
                   arr.ctypes.data_as(P(c_int64)) if self.is_lm else None,
                   None if ts is None else ts.ctypes.data_as(P(c_double)),

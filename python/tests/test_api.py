@@ -1,6 +1,7 @@
 """The Python API against the runtime's own numbers: model description, probes, errors."""
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -61,6 +62,30 @@ def test_reference_twin_matches_the_golden(char_lm):
     r = char_lm.reference(x)
     assert r.dtype == np.float64 and r.shape == want.shape
     assert np.abs(r - want).max() < 1e-4
+
+
+def test_the_twin_comes_from_librfa_reference_next_to_librfa_and_its_absence_is_a_clear_error():
+    """librfa carries no twin: Model.reference loads librfa_reference (found next to librfa), and
+    without it raises rfa.Error naming the library, while everything else keeps working."""
+    import subprocess
+    import sys
+    from rfa import _lib
+    assert not hasattr(_lib.lib(), "rfa_model_reference_forward")  # librfa carries no twin
+    assert os.path.basename(_lib.reference_candidates()[0]) == _lib.library_name("rfa_reference")
+    code = ("import rfa, numpy as np\n"
+            "m = rfa.load_model(%r)\n"
+            "print(m.info['architecture'])\n"
+            "try:\n"
+            "    m.reference(np.zeros(4, dtype=np.int64))\n"
+            "except rfa.Error as e:\n"
+            "    print('ERROR', e.code == rfa.UNSUPPORTED, e.message)\n" % model_dir("tiny-char-lm"))
+    env = dict(os.environ, RFA_REFERENCE_LIBRARY=os.path.join(os.path.dirname(_lib.library_path()), "nowhere.so"))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "lm"
+    assert lines[1].startswith("ERROR True ") and _lib.library_name("rfa_reference") in lines[1], lines[1]
+    assert "nowhere.so" in r.stdout
 
 
 def test_attention_rows_sum_to_one_and_decay_shrinks_them(spiral, ctx):
@@ -159,3 +184,27 @@ def test_closing_a_context_closes_its_sessions_first(spiral):
     assert e.value.code == rfa.INVALID_ARGUMENT and "closed" in e.value.message
     assert "closed" in repr(s)
     s.close()  # harmless
+
+
+def test_the_package_reads_the_rfa_variables_itself_and_the_library_none(monkeypatch):
+    """librfa reads no environment: rfa.Context maps RFA_DEVICE, RFA_VALIDATION and the kernel variables
+    onto rfa_context_create_ex's options, the way rfa/environment.hpp does for the programs."""
+    from rfa import _lib
+    o = _lib.ContextOptions()
+    _lib.lib().rfa_context_options_default(o)
+    assert (o.device, o.validation, o.device_profile, o.linear_kernel, o.push_descriptors) == (None, -1, None, None, 1)
+    env = {"RFA_DEVICE": "llvmpipe", "RFA_VALIDATION": "1", "RFA_DEVICE_PROFILE": "intel-uhd-620",
+           "RFA_LINEAR_KERNEL": "gemv", "RFA_ATTN_SPLIT_K": "4", "RFA_ATTN_TILE": "0", "RFA_ATTN_COOPMAT": "2",
+           "RFA_NO_PUSH_DESCRIPTORS": "1"}
+    _lib.context_options_from_environment(o, env)
+    assert (o.device, o.validation, o.device_profile, o.linear_kernel) == (b"llvmpipe", 1, b"intel-uhd-620", b"gemv")
+    assert (o.attention_split_k, o.attention_tile, o.attention_coopmat, o.push_descriptors) == (4, 0, 2, 0)
+    assert o.attention_direct_kv == -1
+    # An explicit device wins over RFA_DEVICE; a device the environment names that does not exist is
+    # refused with the runtime's message (the variable reached the library through the options).
+    monkeypatch.setenv("RFA_DEVICE", "no-such-gpu-anywhere")
+    with pytest.raises(rfa.Error) as e:
+        rfa.Context()
+    assert "no-such-gpu-anywhere" in e.value.message
+    c = rfa.Context(device=0, validation=False)
+    c.close()

@@ -19,10 +19,9 @@ namespace rfa::bench {
 std::unique_ptr<Context> open_context(const std::vector<std::string>& args) {
   ContextOptions opts;
   opts.device = option(args, "--device", "");
-  opts.kernels = kernel_options_from_environment();
   opts.device_profile = option(args, "--device-profile", "");  // docs/device-profiles.md
-  if (opts.device_profile.empty())
-    if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) opts.device_profile = p;
+  // RFA_DEVICE, RFA_VALIDATION, RFA_DEVICE_PROFILE and the kernel variables, the flags first.
+  opts = context_options_from_environment(opts);
   // `--stats`: pipelines built with the driver's statistics captured (rfa-bench attention --stats).
   opts.capture_pipeline_statistics = has_flag(args, "--stats");
   auto ctx = Context::create(opts);

@@ -24,6 +24,7 @@
 #include "diagnostics_dump.hpp"
 #include "progress.hpp"
 #include "rfa/context.hpp"
+#include "rfa/environment.hpp"
 #include "rfa/npy.hpp"
 #include "rfa/reference.hpp"
 #include "rfa/session.hpp"
@@ -81,7 +82,7 @@ fs::path executable_dir() {
 }
 
 std::string default_model() {
-  if (const char* e = std::getenv("RFA_MODEL")) return e;
+  if (std::string e = environment_variable("RFA_MODEL"); !e.empty()) return e;
   fs::path self = executable_dir();
   // Installed (bin/ beside share/rfa/models), then a build tree inside or beside the sources.
   for (fs::path p : {self / ".." / "share" / "rfa" / "models" / "spiral-filter", self / ".." / "models" / "spiral-filter",
@@ -194,12 +195,10 @@ int need_context(const Args& a) {
   if (g_ctx) return kGoOn;
   ContextOptions copts;
   copts.device = a.device;
-  copts.kernels = kernel_options_from_environment();
-  // The library never reads the environment for a profile: the program passes it in.
   copts.device_profile = a.device_profile;
-  if (copts.device_profile.empty())
-    if (const char* p = std::getenv("RFA_DEVICE_PROFILE")) copts.device_profile = p;
-  auto c = Context::create(copts);
+  // The library never reads the environment: RFA_DEVICE, RFA_VALIDATION, RFA_DEVICE_PROFILE and
+  // the kernel variables are read here, the flags first (rfa/environment.hpp).
+  auto c = Context::create(context_options_from_environment(copts));
   if (!c) return fail(c.status());
   g_ctx = c.take();
   return kGoOn;

@@ -1,5 +1,7 @@
 #include "progress.hpp"
 
+#include "rfa/environment.hpp"
+
 #if defined(_WIN32)
 #include <io.h>
 #else
@@ -42,7 +44,8 @@ Progress::Progress(std::string what, long total, std::string unit)
     : what_(std::move(what)), unit_(std::move(unit)), total_(total), start_(std::chrono::steady_clock::now()),
       delay_(1000) {
   if (!enabled()) return;
-  if (const char* e = std::getenv("RFA_PROGRESS_DELAY_MS")) delay_ = std::chrono::milliseconds(std::atol(e));
+  if (const std::string e = rfa::environment_variable("RFA_PROGRESS_DELAY_MS"); !e.empty())
+    delay_ = std::chrono::milliseconds(std::atol(e.c_str()));
   {
     std::lock_guard<std::mutex> lock(g_active_mutex);
     g_active = this;

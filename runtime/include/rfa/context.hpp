@@ -38,10 +38,9 @@ enum class MessageSeverity { verbose = 0, info = 1, warning = 2, error = 3 };
 using MessageCallback = std::function<void(MessageSeverity, const char* message)>;
 
 // Kernel variants forced instead of the device's own choice: for comparing kernels on one device
-// and for tests that exercise every path. Read once when the context is created; the library never
-// reads the environment for these (programs map RFA_LINEAR_KERNEL, RFA_ATTN_DIRECT_KV,
-// RFA_ATTN_LAG_TABLE, RFA_ATTN_SPLIT_K and
-// RFA_NO_PUSH_DESCRIPTORS onto them with kernel_options_from_environment()).
+// and for tests that exercise every path. Read once when the context is created. The library never
+// reads the environment: the programs map RFA_LINEAR_KERNEL, RFA_ATTN_* and RFA_NO_PUSH_DESCRIPTORS
+// onto these with kernel_options_from_environment() (rfa/environment.hpp, inline: it runs in the app).
 struct KernelOptions {
   std::string linear;            // "" (device's choice) | "tiled" | "gemv" | "direct"
   int attention_direct_kv = -1;  // -1 device's choice; 0 shared-memory key tiles; 1 keys read from the cache
@@ -54,9 +53,6 @@ struct KernelOptions {
                                  // with the matrix operations emulated by subgroup lanes (tests it on any device)
   bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
 };
-// The overrides named by the RFA_* environment variables above (defaults where unset).
-RFA_API KernelOptions kernel_options_from_environment();
-
 // Device profiles (docs/device-profiles.md): the limits and features of a device the runtime is not
 // running on, from the Khronos Vulkan-Profiles repository, applied on top of the real device's.
 struct DeviceProfileInfo {
@@ -68,9 +64,11 @@ RFA_API std::vector<DeviceProfileInfo> device_profiles();
 
 struct ContextOptions {
   // Device choice: "" picks discrete > integrated > virtual > cpu; else an index ("1") or a
-  // case-insensitive name substring ("llvmpipe"). When empty, the RFA_DEVICE variable is used.
+  // case-insensitive name substring ("llvmpipe"). The library never reads RFA_DEVICE: an app that
+  // wants it passes it in (context_options_from_environment(), rfa/environment.hpp).
   std::string device;
-  // Validation layer + debug messenger: -1 follows RFA_VALIDATION (=1 on), 0 off, 1 on.
+  // Validation layer + debug messenger: 1 on; 0 or -1 (the default) off. The library never reads
+  // RFA_VALIDATION: context_options_from_environment() maps it onto this field.
   int validation = -1;
   // Receives validation and driver messages; default: warnings and errors go to stderr.
   MessageCallback on_message;
@@ -137,8 +135,12 @@ class RFA_API Context {
   const gpu::Context& impl() const { return *impl_; }
 
  private:
-  explicit Context(std::unique_ptr<gpu::Context> impl);
+  RFA_HIDDEN explicit Context(std::unique_ptr<gpu::Context> impl);  // the library's own: not exported
   std::unique_ptr<gpu::Context> impl_;
 };
 
 }  // namespace rfa
+
+// kernel_options_from_environment() and context_options_from_environment(): inline, so that the app,
+// never librfa, reads its environment.
+#include "rfa/environment.hpp"

@@ -19,6 +19,20 @@
 #define RFA_API
 #endif
 
+/* RFA_REFERENCE_API marks what librfa_reference (the CPU twin, a library of its own on top of
+ * librfa) exports: reference_forward and rfa_model_reference_forward. Link rfa_reference for them. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(RFA_BUILDING_REFERENCE)
+#define RFA_REFERENCE_API __declspec(dllexport)
+#else
+#define RFA_REFERENCE_API
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define RFA_REFERENCE_API __attribute__((visibility("default")))
+#else
+#define RFA_REFERENCE_API
+#endif
+
 /* For the runtime's own definitions of a public class's nested implementation (Session::Impl,
  * Heatmap::Impl), which would otherwise inherit the exported class's visibility. */
 #if defined(__GNUC__) && !defined(_WIN32)

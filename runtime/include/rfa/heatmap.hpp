@@ -63,7 +63,7 @@ class RFA_API Heatmap {
   Impl& impl() { return *impl_; }
 
  private:
-  explicit Heatmap(std::unique_ptr<Impl> impl);
+  RFA_HIDDEN explicit Heatmap(std::unique_ptr<Impl> impl);  // the library's own: not exported
   std::unique_ptr<Impl> impl_;
 };
 

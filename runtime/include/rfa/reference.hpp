@@ -1,5 +1,9 @@
 // REFERENCE ONLY: the double-precision CPU twin of a whole model.
 //
+// In a library of its own: link rfa_reference (CMake: rfa::reference or rfa::reference_static from
+// find_package(rfa COMPONENTS reference); pkg-config rfa_reference; -lrfa_reference -lrfa). librfa
+// carries none of the twin.
+//
 // The twin is written straight from the definitions (docs/math.md §2 and
 // docs/reference-code.md §2-§10) with std::complex<double>, shares no code with the GPU kernels, and recomputes the whole
 // sequence on every call: it is the runtime's test oracle, offered so that apps and `rfa-run
@@ -35,7 +39,7 @@ struct ReferenceAttention {
 // window > 0: every layer's banded causal mask (each query sees its last `window` keys), what a
 // session with SessionOptions::window computes; 0: the model's own (args.attention_window, often
 // none); -1: no window, even for a model trained with one.
-RFA_API Result<std::vector<double>> reference_forward(const Model& m, int batch, int n, const double* values,
+RFA_REFERENCE_API Result<std::vector<double>> reference_forward(const Model& m, int batch, int n, const double* values,
                                               const int64_t* ids, const double* timestamps,
                                               const std::vector<std::pair<int, int>>& attention = {},
                                               std::vector<ReferenceAttention>* maps = nullptr, int window = 0);

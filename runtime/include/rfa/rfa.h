@@ -34,17 +34,45 @@ RFA_API const char* rfa_version(void);
 /* The message of the last failed call on this thread ("" if none). */
 RFA_API const char* rfa_last_error(void);
 RFA_API const char* rfa_status_name(rfa_status s);
+/* Records `message` as this thread's rfa_last_error() and returns `status`: for libraries that
+ * extend the C API (librfa_reference's rfa_model_reference_forward) and for language bindings. */
+RFA_API rfa_status rfa_set_last_error(rfa_status status, const char* message);
 
 /* Devices: count, then the name/type of device i (pointers stay valid until the next call). */
 RFA_API rfa_status rfa_device_count(int* count);
 RFA_API rfa_status rfa_device_name(int index, const char** name, const char** type);
 
 /* device: NULL or "" for the best device, else an index or a name substring.
- * validation: -1 follows RFA_VALIDATION, 0 off, 1 on. */
+ * validation: 1 on; 0 or -1 off. The library reads no environment variable (RFA_DEVICE,
+ * RFA_VALIDATION, RFA_ATTN_*, ...): an app that wants them reads them itself, e.g. with
+ * rfa_context_options_from_environment (rfa/environment.h), and calls rfa_context_create_ex. */
 RFA_API rfa_status rfa_context_create(const char* device, int validation, rfa_context** out);
 /* Adopts an app's Vulkan objects; the runtime never destroys them. */
 RFA_API rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physical_device, VkDevice device, VkQueue queue,
                              uint32_t queue_family, rfa_context** out);
+/* Every context option (rfa::ContextOptions). Start from rfa_context_options_default(): device
+ * NULL (the best), validation -1 (off; 1 on), no device profile, memory_budget 0 (90% of the device-local
+ * heaps), timestamps 1, and every kernel choice the device's own (linear_kernel NULL, the
+ * attention_* fields -1, push_descriptors 1). linear_kernel: "tiled", "gemv" or "direct";
+ * attention_direct_kv, _lag_table, _tile, _f16_math: 0 or 1; attention_split_k: n ways;
+ * attention_coopmat: 0, 1 or 2 (rfa/context.hpp's KernelOptions). Strings are copied. */
+typedef struct rfa_context_options {
+  const char* device;
+  int validation;
+  const char* device_profile;
+  uint64_t memory_budget;
+  int timestamps;
+  const char* linear_kernel;
+  int attention_direct_kv, attention_lag_table, attention_split_k, attention_tile, attention_f16_math,
+      attention_coopmat;
+  int push_descriptors;
+} rfa_context_options;
+RFA_API void rfa_context_options_default(rfa_context_options* o);
+RFA_API rfa_status rfa_context_create_ex(const rfa_context_options* options, rfa_context** out);
+/* rfa_context_adopt with options (device and validation are the app's and are ignored). */
+RFA_API rfa_status rfa_context_adopt_ex(VkInstance instance, VkPhysicalDevice physical_device, VkDevice device,
+                                        VkQueue queue, uint32_t queue_family, const rfa_context_options* options,
+                                        rfa_context** out);
 RFA_API void rfa_context_destroy(rfa_context* ctx);
 /* Validation messages of warning/error severity seen by this context. */
 RFA_API uint64_t rfa_context_validation_messages(const rfa_context* ctx);
@@ -222,8 +250,9 @@ RFA_API rfa_status rfa_model_decode(const rfa_model* model, const int64_t* ids, 
 
 /* REFERENCE ONLY (slow; for checking results): the model's double-precision CPU twin on batch
  * sequences of n positions. values [batch*n*input_dim] (signal/attention models) or ids [batch*n]
- * (LMs), the other NULL; timestamps [batch*n] or NULL. out: [batch*n*output_dim] doubles. */
-RFA_API rfa_status rfa_model_reference_forward(const rfa_model* model, int batch, int n, const double* values,
+ * (LMs), the other NULL; timestamps [batch*n] or NULL. out: [batch*n*output_dim] doubles.
+ * In librfa_reference, not librfa: link -lrfa_reference -lrfa (pkg-config rfa_reference). */
+RFA_REFERENCE_API rfa_status rfa_model_reference_forward(const rfa_model* model, int batch, int n, const double* values,
                                        const int64_t* ids, const double* timestamps, double* out);
 
 /* ---- context and session queries --------------------------------------------------------------- */

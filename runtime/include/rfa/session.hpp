@@ -262,7 +262,7 @@ class RFA_API Session {
 
  private:
   struct Impl;
-  explicit Session(std::unique_ptr<Impl> impl);
+  RFA_HIDDEN explicit Session(std::unique_ptr<Impl> impl);  // the library's own: not exported
   std::unique_ptr<Impl> impl_;
 };
 

@@ -24,6 +24,25 @@ std::vector<DeviceInfo>& thread_devices() {
   return d;
 }
 
+// The C options as rfa::ContextOptions; the library reads no environment (rfa/environment.h).
+rfa::ContextOptions to_cpp(const rfa_context_options& c) {
+  rfa::ContextOptions o;
+  o.device = c.device ? c.device : "";
+  o.validation = c.validation;
+  o.device_profile = c.device_profile ? c.device_profile : "";
+  o.memory_budget = c.memory_budget;
+  o.timestamps = c.timestamps != 0;
+  o.kernels.linear = c.linear_kernel ? c.linear_kernel : "";
+  o.kernels.attention_direct_kv = c.attention_direct_kv;
+  o.kernels.attention_lag_table = c.attention_lag_table;
+  o.kernels.attention_split_k = c.attention_split_k;
+  o.kernels.attention_tile = c.attention_tile;
+  o.kernels.attention_f16_math = c.attention_f16_math;
+  o.kernels.attention_coopmat = c.attention_coopmat;
+  o.kernels.push_descriptors = c.push_descriptors != 0;
+  return o;
+}
+
 }  // namespace rfa::capi
 
 extern "C" {
@@ -31,6 +50,11 @@ extern "C" {
 const char* rfa_version(void) { return rfa::version(); }
 const char* rfa_last_error(void) { return last_error().c_str(); }
 const char* rfa_status_name(rfa_status s) { return rfa::code_name((rfa::Code)(int)s); }
+
+rfa_status rfa_set_last_error(rfa_status status, const char* message) {
+  last_error() = message ? message : "";
+  return status;
+}
 
 rfa_status rfa_device_count(int* count) {
   if (!count) return invalid("count is NULL");
@@ -55,34 +79,64 @@ rfa_status rfa_device_name(int index, const char** name, const char** type) {
   return RFA_OK;
 }
 
-rfa_status rfa_context_create(const char* device, int validation, rfa_context** out) {
+void rfa_context_options_default(rfa_context_options* o) {
+  if (!o) return;
+  *o = rfa_context_options{};
+  const rfa::ContextOptions d;
+  o->validation = d.validation;
+  o->memory_budget = d.memory_budget;
+  o->timestamps = d.timestamps ? 1 : 0;
+  o->attention_direct_kv = d.kernels.attention_direct_kv;
+  o->attention_lag_table = d.kernels.attention_lag_table;
+  o->attention_split_k = d.kernels.attention_split_k;
+  o->attention_tile = d.kernels.attention_tile;
+  o->attention_f16_math = d.kernels.attention_f16_math;
+  o->attention_coopmat = d.kernels.attention_coopmat;
+  o->push_descriptors = d.kernels.push_descriptors ? 1 : 0;
+}
+
+
+rfa_status rfa_context_create_ex(const rfa_context_options* options, rfa_context** out) {
   if (!out) return invalid("out is NULL");
   *out = nullptr;
+  rfa_context_options defaults;
+  rfa_context_options_default(&defaults);
+  const rfa_context_options& c = options ? *options : defaults;
   return guarded([&] {
-    rfa::ContextOptions o;
-    o.device = device ? device : "";
-    o.validation = validation;
-    o.kernels = rfa::kernel_options_from_environment();  // the C API has no options struct: RFA_* variables
-    auto c = rfa::Context::create(o);
-    if (!c) return to_c(c.status());
-    *out = new rfa_context{c.take()};
+    auto ctx = rfa::Context::create(to_cpp(c));
+    if (!ctx) return to_c(ctx.status());
+    *out = new rfa_context{ctx.take()};
+    return RFA_OK;
+  });
+}
+
+rfa_status rfa_context_create(const char* device, int validation, rfa_context** out) {
+  rfa_context_options o;
+  rfa_context_options_default(&o);
+  o.device = device;
+  o.validation = validation;
+  return rfa_context_create_ex(&o, out);
+}
+
+rfa_status rfa_context_adopt_ex(VkInstance instance, VkPhysicalDevice physical_device, VkDevice device, VkQueue queue,
+                                uint32_t queue_family, const rfa_context_options* options, rfa_context** out) {
+  if (!out) return invalid("out is NULL");
+  *out = nullptr;
+  rfa_context_options defaults;
+  rfa_context_options_default(&defaults);
+  const rfa_context_options& c = options ? *options : defaults;
+  return guarded([&] {
+    rfa::AdoptedDevice a{instance, physical_device, device, queue, queue_family, {}};
+    auto ctx = rfa::Context::adopt(a, to_cpp(c));
+    if (!ctx) return to_c(ctx.status());
+    *out = new rfa_context{ctx.take()};
     return RFA_OK;
   });
 }
 
 rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physical_device, VkDevice device, VkQueue queue,
                              uint32_t queue_family, rfa_context** out) {
-  if (!out) return invalid("out is NULL");
-  *out = nullptr;
-  return guarded([&] {
-    rfa::AdoptedDevice a{instance, physical_device, device, queue, queue_family, {}};
-    rfa::ContextOptions o;
-    o.kernels = rfa::kernel_options_from_environment();
-    auto c = rfa::Context::adopt(a, o);
-    if (!c) return to_c(c.status());
-    *out = new rfa_context{c.take()};
-    return RFA_OK;
-  });
+  return rfa_context_adopt_ex(instance, physical_device, device, queue, queue_family, nullptr, out);
 }
 
 void rfa_context_destroy(rfa_context* ctx) { delete ctx; }

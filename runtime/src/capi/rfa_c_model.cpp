@@ -1,10 +1,10 @@
-// The C API, model side: description strings, tokenizer, and the CPU reference forward pass.
+// The C API, model side: description strings and the tokenizer (the CPU twin's
+// rfa_model_reference_forward lives in librfa_reference: runtime/src/reference/reference_capi.cpp).
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "capi/capi_support.hpp"
-#include "rfa/reference.hpp"
 #include "rfa/rfa.h"
 
 using namespace rfa::capi;
@@ -85,17 +85,6 @@ rfa_status rfa_model_decode(const rfa_model* model, const int64_t* ids, size_t n
       return invalid("out capacity " + std::to_string(capacity) + " is smaller than the " + std::to_string(s.size()) +
                      " bytes");
     std::copy(s.begin(), s.end(), out);
-    return RFA_OK;
-  });
-}
-
-rfa_status rfa_model_reference_forward(const rfa_model* model, int batch, int n, const double* values,
-                                       const int64_t* ids, const double* timestamps, double* out) {
-  if (!model || !out) return invalid("model or out is NULL");
-  return guarded([&] {
-    auto r = rfa::reference_forward(*model->model, batch, n, values, ids, timestamps);
-    if (!r) return to_c(r.status());
-    std::copy(r->begin(), r->end(), out);
     return RFA_OK;
   });
 }

@@ -1,6 +1,5 @@
 // The public rfa::Context: a thin face over gpu::Context.
 #include <algorithm>
-#include <cstdlib>
 #include <sstream>
 
 #include "gpu/context.hpp"
@@ -23,30 +22,6 @@ std::vector<DeviceProfileInfo> device_profiles() {
   std::vector<DeviceProfileInfo> out;
   for (const gpu::DeviceProfile& p : gpu::device_profiles()) out.push_back({p.name, p.description, p.source});
   return out;
-}
-
-KernelOptions kernel_options_from_environment() {
-  KernelOptions k;
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v ? v : "";
-  };
-  k.linear = env("RFA_LINEAR_KERNEL");
-  const std::string direct = env("RFA_ATTN_DIRECT_KV");
-  if (!direct.empty()) k.attention_direct_kv = direct == "1" ? 1 : 0;
-  const std::string table = env("RFA_ATTN_LAG_TABLE");
-  if (!table.empty()) k.attention_lag_table = table == "1" ? 1 : 0;
-  const std::string split = env("RFA_ATTN_SPLIT_K");
-  if (!split.empty()) k.attention_split_k = std::max(0, std::atoi(split.c_str()));
-  const std::string tile = env("RFA_ATTN_TILE");
-  if (!tile.empty()) k.attention_tile = tile == "1" ? 1 : 0;
-  const std::string f16 = env("RFA_ATTN_F16_MATH");
-  if (!f16.empty()) k.attention_f16_math = f16 == "1" ? 1 : 0;
-  const std::string cm = env("RFA_ATTN_COOPMAT");
-  if (!cm.empty()) k.attention_coopmat = cm == "1" ? 1 : cm == "2" ? 2 : 0;
-  const std::string no_push = env("RFA_NO_PUSH_DESCRIPTORS");
-  k.push_descriptors = no_push.empty() || no_push == "0";
-  return k;
 }
 
 Context::Context(std::unique_ptr<gpu::Context> impl) : impl_(std::move(impl)) {}

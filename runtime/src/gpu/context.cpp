@@ -19,11 +19,6 @@ namespace {
 
 const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
 
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::strcmp(v, "0") != 0;
-}
-
 // The first queue family with compute. On most devices that is the universal (graphics + compute)
 // family, which apps embedding the runtime share with their rendering; a dedicated compute family
 // would buy overlap with graphics that a runtime submitting one batch per step does not need.
@@ -69,7 +64,7 @@ Status create_instance(bool validation, bool* portability, VkInstance* out) {
   if (validation) {
     if (!instance_has_layer(kValidationLayer))
       return Status(Code::device_error,
-                    "validation was requested (RFA_VALIDATION or options.validation) but the layer "
+                    "validation was requested (ContextOptions::validation) but the layer "
                     "VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)");
     layers.push_back(kValidationLayer);
     exts.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
@@ -208,7 +203,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   std::unique_ptr<Context> ctx(new Context());
   ctx->owns_ = true;
   ctx->on_message_ = options.on_message;
-  bool validation = options.validation < 0 ? env_flag("RFA_VALIDATION") : options.validation > 0;
+  // The library reads no environment: RFA_VALIDATION and RFA_DEVICE reach it through the options
+  // (context_options_from_environment() in the programs, rfa/environment.hpp).
+  const bool validation = options.validation > 0;
 
   RFA_TRY(load_vulkan());
   bool portability = false;
@@ -229,10 +226,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   }
 
   auto devs = physical_devices(ctx->instance_);
-  std::string sel = options.device;
-  if (sel.empty())
-    if (const char* env = std::getenv("RFA_DEVICE")) sel = env;
-  auto idx = select_device(ctx->instance_, devs, sel);
+  auto idx = select_device(ctx->instance_, devs, options.device);
   if (!idx) return idx.status();
   ctx->device_index_ = *idx;
   ctx->phys_ = devs[(size_t)*idx];

@@ -37,7 +37,7 @@ class Context {
   bool owns_device() const { return owns_; }
   bool timestamps_enabled() const { return timestamps_ && caps_.timestamps; }
   int device_index() const { return device_index_; }
-  // Kernel variants forced by the app (ContextOptions::kernels); choosers read them, never getenv.
+  // Kernel variants forced by the app (ContextOptions::kernels); choosers read them, never the environment.
   const KernelOptions& kernels() const { return kernels_; }
   // Pipelines are created with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR (asked for through
   // ContextOptions::capture_pipeline_statistics, and the device enabled it).

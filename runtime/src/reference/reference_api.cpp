@@ -1,5 +1,6 @@
 // The public face of the CPU twin (rfa/reference.hpp): checks the caller's input, then runs
-// ref::forward with the requested attention captures.
+// ref::forward with the requested attention captures. Part of librfa_reference, which may call
+// librfa's public API only (architecture names are spelled here, not taken from model.cpp).
 #include <cmath>
 #include <string>
 
@@ -19,7 +20,8 @@ Result<std::vector<double>> reference_forward(const Model& m, int batch, int n, 
   const bool lm = m.arch == Architecture::lm;
   if (lm && !ids) return make_error(Code::invalid_argument, "reference_forward: a language model takes token ids");
   if (!lm && !values)
-    return make_error(Code::invalid_argument, std::string("reference_forward: a ") + architecture_name(m.arch) +
+    return make_error(Code::invalid_argument, std::string("reference_forward: a ") +
+                                                  (m.arch == Architecture::signal ? "signal" : "attention") +
                                                   " model takes values");
   const size_t count = (size_t)batch * n;
   if (lm) {
