@@ -16,10 +16,10 @@ bash scripts/install-deps.sh windows
 root=$(pwd)
 # CI's subset: the context and its loader, files (UTF-8 paths, 64-bit offsets, replacing renames),
 # a session, the zoo's goldens on the GPU, the C API, the programs and the examples.
-CI_TESTS='^(test_(context|loader|npy|safetensors|config|session|goldens)|c_api_test|library_exports|rfa_run_no_vulkan_loader|example_.*)$'
-CI_TARGETS=(rfa rfa_shared rfa-run rfa-make-model rfa-bench hello_rfa_cpp hello_rfa_c hello_rfa_cpp_static
-            hello_rfa_c_static test_context test_loader test_npy test_safetensors test_config test_session
-            test_goldens c_api_test)
+CI_TESTS='^(test_(context|loader|npy|safetensors|config|session|goldens)|c_api_test|library_exports(_reference)?|rfa_run_no_vulkan_loader|example_.*)$'
+CI_TARGETS=(rfa rfa_shared rfa_reference rfa_reference_shared rfa-run rfa-make-model rfa-bench hello_rfa_cpp
+            hello_rfa_c hello_rfa_cpp_static hello_rfa_c_static check_with_twin test_context test_loader test_npy
+            test_safetensors test_config test_session test_goldens c_api_test)
 targets=()
 if [ "${1:-}" = "ci" ]; then
   shift

@@ -312,29 +312,41 @@ def candidates(base="rfa", variable="RFA_LIBRARY"):
     return unique
 
 
+def _open_first(cands, prototypes, missing_symbol):
+    """The first of `cands` that loads, its functions typed from `prototypes`: (handle, path, tried),
+    handle None when none loads; `missing_symbol(path, name)` is the exception for a library that
+    lacks a function."""
+    tried = []
+    for c in cands:
+        if os.sep in c and not os.path.exists(c):
+            tried.append(c + " (not there)")
+            continue
+        try:
+            handle = ctypes.CDLL(c)
+        except OSError as e:
+            tried.append("%s (%s)" % (c, e))
+            continue
+        for name, (res, args) in prototypes.items():
+            f = getattr(handle, name, None)
+            if f is None:
+                raise missing_symbol(c, name)
+            f.restype = res
+            f.argtypes = args
+        return handle, c, tried
+    return None, None, tried
+
+
 def lib():
     """The loaded library (loading it on first use); ImportError names every place tried."""
     global _lib, _path
     with _lock:
         if _lib is not None:
             return _lib
-        tried = []
-        for c in candidates():
-            if os.sep in c and not os.path.exists(c):
-                tried.append(c + " (not there)")
-                continue
-            try:
-                handle = ctypes.CDLL(c)
-            except OSError as e:
-                tried.append("%s (%s)" % (c, e))
-                continue
-            for name, (res, args) in _PROTOTYPES.items():
-                f = getattr(handle, name, None)
-                if f is None:
-                    raise ImportError("%s: has no %s (a library older than this package?)" % (c, name))
-                f.restype = res
-                f.argtypes = args
-            _lib, _path = handle, c
+        handle, path, tried = _open_first(
+            candidates(), _PROTOTYPES,
+            lambda c, name: ImportError("%s: has no %s (a library older than this package?)" % (c, name)))
+        if handle is not None:
+            _lib, _path = handle, path
             return _lib
         raise ImportError("%s not found; set RFA_LIBRARY to its path or RFA_PREFIX to its install prefix. "
                           "Tried:\n  %s" % (library_name(), "\n  ".join(tried)))
@@ -362,23 +374,11 @@ def reference_lib():
     with _lock:
         if _reference is not None:
             return _reference
-        tried = []
-        for c in reference_candidates():
-            if os.sep in c and not os.path.exists(c):
-                tried.append(c + " (not there)")
-                continue
-            try:
-                handle = ctypes.CDLL(c)
-            except OSError as e:
-                tried.append("%s (%s)" % (c, e))
-                continue
-            for name, (res, args) in _REFERENCE_PROTOTYPES.items():
-                f = getattr(handle, name, None)
-                if f is None:
-                    raise Error(UNSUPPORTED, "%s: has no %s (not the CPU twin's library?)" % (c, name))
-                f.restype = res
-                f.argtypes = args
-            _reference, _reference_path = handle, c
+        handle, path, tried = _open_first(
+            reference_candidates(), _REFERENCE_PROTOTYPES,
+            lambda c, name: Error(UNSUPPORTED, "%s: has no %s (not the CPU twin's library?)" % (c, name)))
+        if handle is not None:
+            _reference, _reference_path = handle, path
             return _reference
         raise Error(UNSUPPORTED, "the CPU twin's library %s was not found, so Model.reference cannot run "
                                  "(everything else works without it); build or install rfa_reference, or set "
