@@ -17,6 +17,19 @@
 
 using namespace rfa;
 
+namespace {
+// Creates (and destroys) a zero-sized buffer, which violates VUID-VkBufferCreateInfo-size-00912:
+// the message a validation layer must report, and one without a layer must not.
+void provoke_zero_sized_buffer(Context& c) {
+  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bi.size = 0;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer b = VK_NULL_HANDLE;
+  VkResult r = vkCreateBuffer(c.impl().device(), &bi, nullptr, &b);
+  if (r == VK_SUCCESS && b) vkDestroyBuffer(c.impl().device(), b, nullptr);
+}
+}  // namespace
+
 TEST_CASE("devices are listed with type, driver and API version") {
   auto devs = list_devices();
   REQUIRE_MESSAGE(devs.ok(), devs.status().to_string());
@@ -58,12 +71,7 @@ TEST_CASE("the library reads no environment: RFA_DEVICE and RFA_VALIDATION reach
   REQUIRE_MESSAGE(c.ok(), c.status().to_string());
   CHECK((*c)->impl().kernels().attention_tile == -1);
   // No validation layer: the zero-sized buffer the validation test provokes goes unreported.
-  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bi.size = 0;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-  VkBuffer b = VK_NULL_HANDLE;
-  VkResult r = vkCreateBuffer((*c)->impl().device(), &bi, nullptr, &b);
-  if (r == VK_SUCCESS && b) vkDestroyBuffer((*c)->impl().device(), b, nullptr);
+  provoke_zero_sized_buffer(**c);
   CHECK(seen == 0);
   CHECK((*c)->validation_message_count() == 0);
   (*c).reset();  // one context at a time
@@ -148,12 +156,7 @@ TEST_CASE("the validation path catches a message provoked on purpose") {
   auto c = Context::create(o);
   REQUIRE(c.ok());
   // A zero-sized buffer violates VUID-VkBufferCreateInfo-size-00912.
-  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bi.size = 0;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
-  VkBuffer b = VK_NULL_HANDLE;
-  VkResult r = vkCreateBuffer((*c)->impl().device(), &bi, nullptr, &b);
-  if (r == VK_SUCCESS && b) vkDestroyBuffer((*c)->impl().device(), b, nullptr);
+  provoke_zero_sized_buffer(**c);
   CHECK(seen >= 1);
   CHECK(text.find("size") != std::string::npos);
   CHECK((*c)->validation_message_count() >= 1);
