@@ -13,7 +13,7 @@
 
 #include "attention_support.hpp"
 #include "model_factory.hpp"
-#include "ops/afa_attention.hpp"
+#include "mechanisms/afa/afa_attention.hpp"
 #include "ops/rfa_attention.hpp"
 #include "reference/afa_ref.hpp"
 #include "reference/ops_ref.hpp"

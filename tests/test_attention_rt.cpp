@@ -14,7 +14,7 @@
 #include "attention_support.hpp"
 #include "model_factory.hpp"
 #include "ops/rfa_attention.hpp"
-#include "ops/rt_attention.hpp"
+#include "mechanisms/rt/rt_attention.hpp"
 #include "reference/ops_ref.hpp"
 #include "reference/rt_ref.hpp"
 #include "rfa/session.hpp"

@@ -24,9 +24,8 @@
 #include "gpu/pipeline.hpp"
 #include "gpu/pipeline_stats.hpp"
 #include "gpu/recorder.hpp"
-#include "ops/afa_attention.hpp"
+#include "mechanisms/mechanism.hpp"
 #include "ops/rfa_attention.hpp"
-#include "ops/rt_attention.hpp"
 #include "ops/sdpa.hpp"
 #include "rfa/context.hpp"
 
@@ -253,9 +252,7 @@ Measured run(gpu::Context& g, const std::string& variant, const RunOptions& o) {
   // Prefill: rows [0, N); decode: the last row alone over all N keys.
   const ops::AttentionSpan span = o.decode ? ops::AttentionSpan{N - 1, 1, nullptr} : ops::AttentionSpan{0, N, nullptr};
   const ops::AttentionTiling t =
-      p.variant == AttentionVariant::afa ? ops::choose_afa_tiling(g.caps(), g.kernels(), span.n_new, D, N)
-      : p.variant == AttentionVariant::rt ? ops::choose_rt_tiling(g.caps(), g.kernels(), span.n_new, D, N)
-                                          : ops::choose_attention_tiling(g.caps(), g.kernels(), span.n_new, D, B * H, N);
+      mech::mechanism_of(p).tiling(g.caps(), g.kernels(), span.n_new, D, B * H, N, p.sw.gate);
   m.path = t.why;
   std::vector<double> gms, wms;
   for (int r = 0; r < reps + 1; ++r) {  // the first run builds the pipeline: not counted

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mechanisms/mechanism.hpp"
 #include "model/file_util.hpp"
 #include "model/limits.hpp"
 
@@ -243,10 +244,8 @@ Status validate(const ModelConfig& c, const std::string& label) {
 Status parse_variant(Fields& f, bool acc_keys_given, ModelConfig& c, const std::string& label) {
   std::string variant, prec;
   if (f.string("attention_variant", variant, true)) {
-    if (variant == "rfa") c.variant = AttentionVariant::rfa;
-    else if (variant == "afa") c.variant = AttentionVariant::afa;
-    else if (variant == "rt") c.variant = AttentionVariant::rt;
-    else f.fail("attention_variant", "expected \"rfa\", \"afa\" or \"rt\", found \"" + variant + "\"");
+    if (const mech::Mechanism* m = mech::mechanism_named(variant)) c.variant = m->variant();
+    else f.fail("attention_variant", "expected " + mech::mechanism_keys() + ", found \"" + variant + "\"");
   }
   std::string rt_cov, rt_kernel;
   if (f.string("rt_covariance", rt_cov, true)) {
@@ -280,18 +279,7 @@ Status parse_variant(Fields& f, bool acc_keys_given, ModelConfig& c, const std::
     return bad("args.afa_pred_dt must be finite and >= 0, found " + std::to_string(c.afa_pred_dt));
   if (!(c.rt_eps >= 0) || !std::isfinite(c.rt_eps))
     return bad("args.rt_eps must be finite and >= 0, found " + std::to_string(c.rt_eps));
-  if (c.variant == AttentionVariant::rfa) return Status::Ok();
-  const ReferenceArgs& a = c.args;
-  const bool afa = c.variant == AttentionVariant::afa;
-  const std::string who = afa ? "AFA" : "RT-RFA";
-  const std::string doc = afa ? "docs/variant-afa.md §12" : "docs/variant-rt.md §13";
-  if (a.use_complex_input_norm != 0) return bad("args.use_complex_input_norm: " + who + " layers have no complex norms (use 0)");
-  if (a.use_complex_output_norm) return bad("args.use_complex_output_norm: " + who + " layers have no complex norms (use false)");
-  if (a.use_inner_residual) return bad("args.use_inner_residual: " + who + " layers have no confidence gate (use false)");
-  if (acc_keys_given && (c.phase_source != PhaseSource::omega_t || !c.stationary_values))
-    return bad(std::string(c.phase_source != PhaseSource::omega_t ? "args.phase_source" : "args.stationary_values") +
-               ": " + who + " layers rotate by omega t with stationary values only (" + doc + ")");
-  return Status::Ok();
+  return mech::mechanism_of(c.variant).check_config(c, acc_keys_given, label);
 }
 
 Result<ModelConfig> parse_config_json(const json& root, const std::string& label) {

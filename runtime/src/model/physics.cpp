@@ -164,6 +164,23 @@ Result<AttentionParams> rt_physical_params(const ModelConfig& cfg, const RawRtPa
   return out;
 }
 
+AfaChannelDerived afa_channel_derived(const AttentionParams& p, size_t k) {
+  const AfaLayerParams& f = p.afa;
+  AfaChannelDerived d;
+  d.mu = f.unitary ? 0.0 : f.mu[k];
+  d.mix = f.mix ? torch_sigmoid(f.delta[k]) : 1.0;
+  d.prediction = std::exp(-d.mu * f.pred_dt) * std::polar(1.0, p.omega[k] * f.pred_dt);
+  return d;
+}
+
+RtHeadDerived rt_head_derived(const AttentionParams& p, int h) {
+  const RtLayerParams& r = p.rt;
+  RtHeadDerived d;
+  d.kappa = (r.nu[(size_t)h] + p.dim) / p.dim;
+  d.S0 = r.eta2[(size_t)h] + r.gamma2[(size_t)h];
+  return d;
+}
+
 RtLagTerms rt_lag_terms(const AttentionParams& p, int h, double lag, double m) {
   const RtLayerParams& r = p.rt;
   const size_t i = (size_t)h;
@@ -332,6 +349,20 @@ Result<AttentionParams> physical_params(const ModelConfig& cfg, const RawAttenti
                                                  ": a physical parameter is not finite (raw values out of range)");
   }
   return out;
+}
+
+HeadDerived head_derived(const HeadParams& hp, int dim) {
+  HeadDerived d;
+  d.brownian = std::fabs(hp.mu) < kBrownianMu;
+  d.inv_two_mu = d.brownian ? 0.0 : 1.0 / (2.0 * hp.mu);
+  d.lin_coef = hp.sigma2 / (hp.eta2 + hp.gamma2);
+  d.col_r = 2.0 * hp.mu + hp.beta_exp;
+  d.col_r_small = std::fabs(d.col_r) < kBrownianMu;
+  d.col_rsq = 4.0 * hp.mu * hp.mu + hp.omega_per * hp.omega_per;
+  d.col_rsq_small = d.col_rsq < kBrownianMu;
+  d.inv_sqrt_d = 1.0 / std::sqrt((double)dim);
+  d.gate_scale = std::exp(hp.gate_scale_log);
+  return d;
 }
 
 LagTerms lag_terms(const AttentionParams& p, int h, double lag) {

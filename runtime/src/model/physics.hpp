@@ -58,6 +58,22 @@ struct RawRtParams {
 // for summaries; sw only `causal`).
 Result<AttentionParams> rt_physical_params(const ModelConfig& cfg, const RawRtParams& raw);
 
+// What an AFA layer's table holds beside its parameters, for channel k = h * D + d: mu (0 under
+// the unitary switch), the mix gate sigmoid(delta_k) (1 without afa_mix) and the prediction
+// e^{lambda_k h} = e^{-mu_k h} e^{i omega_k h} over the horizon h = pred_dt.
+struct AfaChannelDerived {
+  double mu = 0, mix = 1;
+  std::complex<double> prediction;
+};
+AfaChannelDerived afa_channel_derived(const AttentionParams& p, size_t k);
+
+// What an RT-RFA layer's table holds beside its parameters, for head h: the Student-t exponent
+// kappa = (nu + D) / D and S(0) = eta2 + gamma2.
+struct RtHeadDerived {
+  double kappa = 0, S0 = 0;
+};
+RtHeadDerived rt_head_derived(const AttentionParams& p, int h);
+
 // An AFA head's lag-only terms at |lag| (docs/variant-afa.md §4, §11), as the kernel forms them:
 // the channel-mean decay, the score covariance v^C, its precision 1 / (nu v^C) and the logit at
 // zero residual -alpha^2 log(nu v^C + eps).
@@ -77,6 +93,18 @@ RtLagTerms rt_lag_terms(const AttentionParams& p, int h, double lag, double m = 
 // reference's epsilon); the colored covariance is clamped from below at kColoredFloor.
 inline constexpr double kBrownianMu = 1e-5;
 inline constexpr double kColoredFloor = 0.01;
+
+// The terms of head `hp` the kernels read beside its parameters (the per-head table,
+// shaders/common/rfa_head_table.h), derived here in double once per layer: the Brownian switch,
+// 1/(2 mu) of the ou_rate and hybrid covariances, sigma2 / (eta2 + gamma2) of residual_diffusion,
+// the colored prior's rates r = 2 mu + beta_exp and r^2 = 4 mu^2 + omega_per^2 with their small-rate
+// switches, 1/sqrt(D), and the gate's scale e^{scale_log}.
+struct HeadDerived {
+  bool brownian = false;
+  double inv_two_mu = 0, lin_coef = 0, col_r = 0, col_rsq = 0, inv_sqrt_d = 0, gate_scale = 0;
+  bool col_r_small = false, col_rsq_small = false;
+};
+HeadDerived head_derived(const HeadParams& hp, int dim);
 
 // Every lag kernel of head h at raw lag `lag` (|t_i - t_j| or t_i - t_j; the shift is added here).
 struct LagTerms {

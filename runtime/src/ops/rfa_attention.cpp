@@ -9,26 +9,17 @@
 
 #include "gpu/pipeline.hpp"
 #include "model/limits.hpp"
-#include "ops/afa_attention.hpp"
-#include "ops/rt_attention.hpp"
+#include "mechanisms/mechanism.hpp"
 #include "push_layouts.h"
-#include "rfa_head_table.h"
 
 namespace rfa::ops {
 
 namespace {
 
-using namespace shader;  // the per-head table's offsets (kMu, ..., kHeadStride): rfa_head_table.h
+using namespace shader;
 // Split-k: at most this many splits, and about this many workgroups in all (enough to fill a
 // large GPU twice over: an H100 has 132 SMs), each split keeping at least kMinSplitKeys keys.
 constexpr uint32_t kMaxSplits = 64, kSplitWorkgroups = 512, kMinSplitKeys = 256;
-// |mu| below this selects the Brownian (L'Hôpital) branch (reference epsilon, docs/reference-code.md §4.3).
-constexpr double kBrownianMu = 1e-5;
-
-float clamp_float(double x) {  // -1e30-style "no clamp" values stay finite in float
-  return (float)std::clamp(x, -3.0e38, 3.0e38);
-}
-
 Status check_dims(const AttentionParams& p) {
   if (p.heads < 1) return make_error(Code::invalid_argument, "rfa attention: heads must be >= 1");
   // Any D up to kMaxHeadDim: the kernels take D as a specialisation constant, and the choosers
@@ -87,57 +78,12 @@ void split_timestamp(double t, float* hi, float* lo) {
 
 Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const AttentionParams& p) {
   RFA_TRY(check_dims(p));
-  if (p.variant != AttentionVariant::rfa && p.variant != AttentionVariant::afa && p.variant != AttentionVariant::rt)
+  const mech::Mechanism* m = mech::find_mechanism(p.variant);
+  if (!m)
     return make_error(Code::invalid_argument, "rfa attention: unknown attention variant " + std::to_string((uint32_t)p.variant));
-  if (p.variant != AttentionVariant::rfa) {
-    RFA_TRY(p.variant == AttentionVariant::afa ? check_afa_params(p) : check_rt_params(p));
-    // The variants' frame is omega t with stationary values and no complex norms
-    // (docs/variant-afa.md §12, docs/variant-rt.md §13).
-    if (p.phase != PhaseSource::omega_t || !p.sw.stationary_values || p.sw.complex_input_norm ||
-        p.sw.complex_output_norm || p.sw.gate)
-      return make_error(Code::invalid_argument, std::string(p.variant == AttentionVariant::afa ? "afa" : "rt") +
-                                                    " attention: the layer takes no accumulated phase, unrotated "
-                                                    "values, complex norm or gate");
-  }
-  const int H = p.heads, D = p.dim;
-  const size_t HD = (size_t)H * D;
-  std::vector<float> table((size_t)H * kHeadStride, 0.f);
-  for (int h = 0; h < H; ++h) {
-    const HeadParams& hp = p.head[(size_t)h];
-    float* t = table.data() + (size_t)h * kHeadStride;
-    t[kMu] = (float)hp.mu;
-    t[kSigma2] = (float)hp.sigma2;
-    t[kS2t] = (float)hp.s2t;
-    t[kEta2] = (float)hp.eta2;
-    t[kGamma2] = (float)hp.gamma2;
-    t[kNu] = (float)hp.nu;
-    t[kKappa] = (float)hp.kappa;
-    t[kTau] = (float)hp.tau;
-    t[kShift] = (float)hp.lag_shift;
-    t[kCExp] = (float)hp.c_exp;
-    t[kBetaExp] = (float)hp.beta_exp;
-    t[kAPer] = (float)hp.a_per;
-    t[kBPer] = (float)hp.b_per;
-    t[kOmegaPer] = (float)hp.omega_per;
-    t[kGatePrior] = (float)hp.gate_prior_log;
-    t[kGateScaleExp] = (float)std::exp(hp.gate_scale_log);
-    t[kGateC] = (float)hp.gate_c;
-    // The switch is decided in double, so a mu of 9.99e-6 takes the same branch as in the twin.
-    const bool brownian = std::fabs(hp.mu) < kBrownianMu;
-    t[kBrownian] = brownian ? 1.f : 0.f;
-    t[kMinExp] = clamp_float(p.sw.min_exponent);
-    t[kMaxExp] = clamp_float(p.sw.max_exponent);
-    t[kCovFloor] = (float)p.sw.cov_floor;
-    t[kInvSqrtD] = (float)(1.0 / std::sqrt((double)D));
-    t[kInvTwoMu] = brownian ? 0.f : (float)(1.0 / (2.0 * hp.mu));
-    t[kLinCoef] = (float)(hp.sigma2 / (hp.eta2 + hp.gamma2));
-    const double r = 2.0 * hp.mu + hp.beta_exp;
-    t[kColR] = (float)r;
-    t[kColRSmall] = std::fabs(r) < kBrownianMu ? 1.f : 0.f;
-    const double rsq = 4.0 * hp.mu * hp.mu + hp.omega_per * hp.omega_per;
-    t[kColRsq] = (float)rsq;
-    t[kColRsqSmall] = rsq < kBrownianMu ? 1.f : 0.f;
-  }
+  RFA_TRY(m->check_params(p));
+  const int D = p.dim;
+  const size_t HD = (size_t)p.heads * D;
   std::vector<float> omega(2 * HD), shift(2 * HD), gains(4 * HD, 1.f), gain_o(HD, 1.f);
   for (size_t k = 0; k < HD; ++k) {
     split_timestamp(p.omega[k], &omega[2 * k], &omega[2 * k + 1]);  // same (hi, lo) split as times
@@ -154,9 +100,9 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
 
   AttentionWeightsGpu out;
   out.params_ = p;
-  auto a = ctx.upload_new(table, "rfa head table");
+  auto a = ctx.upload_new(m->layer_table(p), (std::string(m->key()) + " layer table").c_str());
   if (!a) return a.status();
-  out.heads_ = a.take();
+  out.table_ = a.take();
   auto b = ctx.upload_new(omega, "rfa omega");
   if (!b) return b.status();
   out.omega_ = b.take();
@@ -169,16 +115,6 @@ Result<AttentionWeightsGpu> AttentionWeightsGpu::create(gpu::Context& ctx, const
   auto e = ctx.upload_new(gain_o, "rfa output norm gain");
   if (!e) return e.status();
   out.gain_o_ = e.take();
-  if (p.variant == AttentionVariant::afa) {
-    auto f = ctx.upload_new(afa_layer_table(p), "afa layer table");
-    if (!f) return f.status();
-    out.afa_ = f.take();
-  }
-  if (p.variant == AttentionVariant::rt) {
-    auto f = ctx.upload_new(rt_layer_table(p), "rt layer table");
-    if (!f) return f.status();
-    out.rt_ = f.take();
-  }
   if (p.phase == PhaseSource::accumulated_learned) {
     // Phi as (hi, lo) pairs: the scan adds steps in double-float, so a stored double keeps its bits.
     std::vector<float> steps(2 * p.step_table.size());
@@ -429,13 +365,6 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   return t;
 }
 
-Status require_rfa_layer(const AttentionParams& p, const char* what) {
-  if (p.variant == AttentionVariant::rfa) return Status::Ok();
-  const char* kind = p.variant == AttentionVariant::rt ? "RT-RFA" : "AFA";
-  return make_error(Code::unsupported, std::string(what) + ": the layer is an " + kind + " layer; the " + what +
-                                           " computes RFA's pair terms and has no " + kind + " form yet");
-}
-
 Result<const gpu::Buffer*> prepare_span(gpu::Recorder& rec, AttentionCache& cache, const AttentionSpan& span,
                                         bool causal) {
   if (span.positions) return span.positions;
@@ -526,10 +455,10 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
     RFA_TRY(record_rfa_phase_scan(ctx, rec, w, cache, AttentionSpan{span.pos0, n_new, *positions, span.token_ids}));
   // constant_id 0: D, 1: IN_NORM, 2: PHASE, 3: ROTATE_V, 4: UNIT, 5: MAG_EPS
   gpu::SpecConstants spec;
-  // RT layers: unit directions and log-magnitudes (docs/variant-rt.md §3.1).
-  const bool rt = p.variant == AttentionVariant::rt;
-  spec.u32(D).flag(p.sw.complex_input_norm).u32((uint32_t)p.phase).flag(p.sw.stationary_values).flag(rt)
-      .f32(rt ? (float)p.rt.eps : 1e-6f);
+  // The mechanism's UNIT mode: unit directions and log-magnitudes (RT-RFA, docs/variant-rt.md §3.1).
+  const mech::Mechanism& m = mech::mechanism_of(p);
+  spec.u32(D).flag(p.sw.complex_input_norm).u32((uint32_t)p.phase).flag(p.sw.stationary_values)
+      .flag(m.unit_directions()).f32(m.magnitude_eps(p));
   auto pipe = ctx.pipelines().get<RotatePush>(cache.kv_f16 ? "rfa_rotate_kv16" : "rfa_rotate", spec);
   if (!pipe) return pipe.status();
   const RotatePush push{B, n_new, cache.capacity, H};
@@ -548,7 +477,8 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
   const AttentionParams& p = w.params();
   if (cache.heads != (uint32_t)p.heads)
     return make_error(Code::invalid_argument, "rfa lag table: cache heads differ from the layer's");
-  if (p.variant != AttentionVariant::rfa) return Status::Ok();  // AFA and RT form every pair's terms (table_lags stays 0)
+  // Mechanisms without a lag table form every pair's terms (table_lags stays 0).
+  if (!mech::mechanism_of(p).uses_lag_table()) return Status::Ok();
   // constant_id 0: COV, 1: BIAS, 2: PREC
   gpu::SpecConstants spec;
   spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
@@ -556,7 +486,7 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
   if (!pipe) return pipe.status();
   const CurvesPush push{cache.capacity, cache.heads};  // the same (n_lags, heads) as rfa_curves
   const uint64_t n = (uint64_t)cache.capacity * cache.heads;
-  rec.dispatch(**pipe, {gpu::in(w.head_table()), gpu::out(cache.lag_table)}, &push, (uint32_t)((n + 63) / 64), 1, 1,
+  rec.dispatch(**pipe, {gpu::in(w.table()), gpu::out(cache.lag_table)}, &push, (uint32_t)((n + 63) / 64), 1, 1,
                "rfa_lag_table");
   cache.table_lags = cache.capacity;
   return Status::Ok();
@@ -578,10 +508,17 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (!positions) return positions.status();
   RFA_TRY(check_size(out, (uint64_t)B * n_new * 2 * H * D * 4, "out"));
   RFA_TRY(check_phase(p, cache));
-  if (p.variant == AttentionVariant::afa)
-    return record_afa_fused(ctx, rec, w, cache, timestamps, out, AttentionSpan{span.pos0, n_new, *positions});
-  if (p.variant == AttentionVariant::rt)
-    return record_rt_fused(ctx, rec, w, cache, timestamps, v_norm_scratch, out, AttentionSpan{span.pos0, n_new, *positions});
+  return mech::mechanism_of(p).record_fused(ctx, rec, w, cache, timestamps, v_norm_scratch, out,
+                                            AttentionSpan{span.pos0, n_new, *positions, span.token_ids});
+}
+
+Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
+                         const AttentionSpan& span) {
+  const AttentionParams& p = w.params();
+  const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch, n_new = span.n_new;
+  if (n_new == 0) return Status::Ok();
+  if (!span.positions) return make_error(Code::invalid_argument, "rfa attention: the span needs its positions buffer");
   const AttentionSwitches& sw = p.sw;
   const AttentionTiling t =
       choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity, sw.gate);
@@ -606,12 +543,12 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};
   const std::vector<gpu::Binding> bindings = {
-      gpu::in(w.head_table()), gpu::in(w.omega()),      gpu::in(w.shift_rotation()),  gpu::in(w.gain_o()),
+      gpu::in(w.table()),      gpu::in(w.omega()),      gpu::in(w.shift_rotation()),  gpu::in(w.gain_o()),
       gpu::in(timestamps),     gpu::in(cache.q),        gpu::in(cache.k),             gpu::in(cache.v),
       gpu::in(cache.q_norm2),  gpu::in(cache.k_norm2),  gpu::in(v_norm_scratch),      gpu::out(out),
-      gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::inout(cache.row_energy), gpu::in(**positions),
+      gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::inout(cache.row_energy), gpu::in(*span.positions),
       gpu::in(cache.lag_table), t.splits > 1 ? gpu::out(cache.partials) : gpu::in(cache.partials),
-      gpu::in(accumulated(p) ? cache.theta : **positions)};  // the phase ring (unread without one)
+      gpu::in(accumulated(p) ? cache.theta : *span.positions)};  // the phase ring (unread without one)
   rec.dispatch(**pipe, bindings, &push, t.groups_x, H, B, "rfa_attention");
   if (t.splits == 1) return Status::Ok();
   // Split-k reduce: one thread per row merges its splits and runs the epilogue.

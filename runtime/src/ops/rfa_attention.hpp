@@ -14,28 +14,26 @@
 
 namespace rfa::ops {
 
-// Per-layer parameters on the GPU, uploaded once: a per-head table of floats (layout in
-// shaders/common/rfa_head_table.h), omega as (hi, lo) float pairs, e^{i omega s_h}, and the complex
-// norm gains [4][H*D] (q, k, v, o; 1 where a gain vector is empty).
+// Per-layer parameters on the GPU, uploaded once: the layer's mechanism's packed table
+// (mechanisms/mechanism.hpp layer_table: RFA's per-head table, shaders/common/rfa_head_table.h; AFA's
+// and RT-RFA's beside it), omega as (hi, lo) float pairs, e^{i omega s_h}, and the complex norm
+// gains [4][H*D] (q, k, v, o; 1 where a gain vector is empty).
 class AttentionWeightsGpu {
  public:
+  // Checks the parameters (the shared sizes, then the mechanism's own checks) and uploads them.
   static Result<AttentionWeightsGpu> create(gpu::Context& ctx, const AttentionParams& params);
   const AttentionParams& params() const { return params_; }
-  const gpu::Buffer& head_table() const { return heads_; }
+  const gpu::Buffer& table() const { return table_; }
   const gpu::Buffer& omega() const { return omega_; }
   const gpu::Buffer& shift_rotation() const { return shift_rot_; }
   const gpu::Buffer& gains() const { return gains_; }
   const gpu::Buffer& gain_o() const { return gain_o_; }
-  // AFA layers (params().variant == afa): ops/afa_attention.hpp's table; invalid for RFA layers.
-  const gpu::Buffer& afa_table() const { return afa_; }
-  // RT-RFA layers (variant rt): ops/rt_attention.hpp's table; invalid otherwise.
-  const gpu::Buffer& rt_table() const { return rt_; }
   // Learned accumulated steps: Phi [vocab][D] as (hi, lo) float pairs; invalid otherwise.
   const gpu::Buffer& step_table() const { return steps_; }
 
  private:
   AttentionParams params_;
-  gpu::Buffer heads_, omega_, shift_rot_, gains_, gain_o_, afa_, rt_, steps_;
+  gpu::Buffer table_, omega_, shift_rot_, gains_, gain_o_, steps_;
 };
 
 // Per-layer caches: rings of `capacity` slots per (batch row, head); absolute position p lives in
@@ -160,18 +158,18 @@ constexpr uint32_t kPhaseScanChunk = 16384;
 Status record_rfa_phase_scan(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                              AttentionCache& cache, const AttentionSpan& span);
 
-// The two halves of record_rfa_attention, for tests and benchmarks.
+// The two halves of record_rfa_attention, for tests and benchmarks. record_rfa_fused records the
+// layer's mechanism's fused kernel (mechanisms/mechanism.hpp record_fused).
 Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                          const gpu::Buffer& timestamps, const gpu::Buffer& q_proj, const gpu::Buffer& k_proj,
                          const gpu::Buffer& v_proj, gpu::Buffer& v_norm_scratch, const AttentionSpan& span);
 Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
                         const AttentionSpan& span);
-
-// The probes, tomography and kernel curves compute RFA's pair terms: AFA and RT-RFA layers are
-// refused, naming `what` and the variant (docs/variant-afa.md §1, docs/variant-rt.md §11 say what
-// exists).
-Status require_rfa_layer(const AttentionParams& p, const char* what);
+// RFA's own fused kernel (and split-k reduce) for a resolved span: what RFA's mechanism records.
+Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
+                         const AttentionSpan& span);
 
 // Checks a span given as numbers against the cache (ring size, window, causality) and, for
 // positions == nullptr, records {pos0, kv_len} into cache.span. Returns the buffer the kernels read.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "mechanisms/mechanism.hpp"
 #include "push_layouts.h"
 
 namespace rfa::ops {
@@ -17,42 +18,22 @@ namespace {
 
 using shader::TomographyPush;
 
+// The layer's mechanism's tomography shader (<key>_tomography) in `mode`.
 Result<const gpu::Pipeline*> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
-  gpu::SpecConstants spec;
-  if (p.variant == AttentionVariant::afa) {
-    // constant_id 0: D, 1: CAUSAL, 2: PREC, 3: UNITARY, 4: PCHAN, 5: MODE
-    spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)p.afa.precision).flag(p.afa.unitary)
-        .u32((uint32_t)p.afa.precision_channel).u32(mode);
-    return ctx.pipelines().get<TomographyPush>(kv_f16 ? "afa_tomography_kv16" : "afa_tomography", spec);
-  }
-  if (p.variant == AttentionVariant::rt) {
-    // constant_id 0: D, 1: CAUSAL, 2: COV, 3: KERNEL, 4: MODE
-    spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)p.rt.covariance).u32((uint32_t)p.rt.kernel).u32(mode);
-    return ctx.pipelines().get<TomographyPush>(kv_f16 ? "rt_tomography_kv16" : "rt_tomography", spec);
-  }
-  RFA_TRY(require_rfa_layer(p, "tomography"));  // a mechanism with no tomography of its own
-  const AttentionSwitches& sw = p.sw;
-  // constant_id 0: D, 1: COV, 2: BIAS, 3: PREC, 4: ROBUST, 5: FULL_RESID, 6: CAUSAL, 7: MODE
-  spec.u32((uint32_t)p.dim).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
-      .flag(sw.robust).flag(sw.full_residual).flag(sw.causal).u32(mode);
-  return ctx.pipelines().get<TomographyPush>(kv_f16 ? "rfa_tomography_kv16" : "rfa_tomography", spec);
+  const mech::Mechanism& m = mech::mechanism_of(p);
+  gpu::SpecConstants spec = m.readout_spec(p);
+  spec.u32(mode);
+  const std::string kernel = std::string(m.key()) + "_tomography";
+  return ctx.pipelines().get<TomographyPush>((kv_f16 ? kernel + "_kv16" : kernel).c_str(), spec);
 }
 
-// The shader's bindings for the layer's mechanism: its parameter table, the timestamps, the cached
-// Q~ and K~, the per-token norms where it reads them (RFA: |Q~|^2, |K~|^2; RT-RFA: log(m^2 + eps);
-// AFA: none), then the row statistics and the matrix.
+// The shader's bindings: the mechanism's readout inputs (its table, the timestamps, Q~ and K~ and
+// the per-token norms where it reads them), then the row statistics and the matrix.
 std::vector<gpu::Binding> tomography_bindings(const AttentionWeightsGpu& w, const AttentionCache& c,
                                               const gpu::Buffer& timestamps, gpu::Binding rows, gpu::Binding mat) {
-  switch (w.params().variant) {
-    case AttentionVariant::afa:
-      return {gpu::in(w.afa_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), rows, mat};
-    case AttentionVariant::rt:
-      return {gpu::in(w.rt_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
-              gpu::in(c.k_norm2), rows, mat};
-    default:
-      return {gpu::in(w.head_table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(c.q_norm2),
-              gpu::in(c.k_norm2), rows, mat};
-  }
+  std::vector<gpu::Binding> b = mech::mechanism_of(w.params()).readout_inputs(w, c, timestamps);
+  b.insert(b.end(), {rows, mat});
+  return b;
 }
 
 std::string range(uint32_t a, uint32_t b) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "mechanisms/mechanism.hpp"
 #include "model/loader.hpp"
 #include "model/model.hpp"
 #include "model/physics.hpp"
@@ -43,77 +44,10 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
   if (layer < 0 || layer >= m.num_layers() || head < 0 || head >= m.n_heads)
     return Status(Code::invalid_argument, "head_curves: layer " + std::to_string(layer) + ", head " +
                                               std::to_string(head) + " out of range");
-  KernelCurves k;
-  k.lags = lags;
-  if (m.layer(layer).params.variant == AttentionVariant::afa) {
-    for (double lag : lags) {
-      const physics::AfaLagTerms t = physics::afa_lag_terms(m.layer(layer).params, head, lag);
-      k.decay.push_back(t.mean_decay);
-      k.vcov.push_back(t.vC);
-      k.precision.push_back(t.precision);
-      k.bias.push_back(t.bias);
-    }
-    return k;
-  }
-  if (m.layer(layer).params.variant == AttentionVariant::rt) {
-    for (double lag : lags) {
-      const physics::RtLagTerms t = physics::rt_lag_terms(m.layer(layer).params, head, lag);
-      k.decay.push_back(t.decay);
-      k.vcov.push_back(t.S);
-      k.precision.push_back(std::exp(t.log_P));
-      k.bias.push_back(t.bias);
-    }
-    return k;
-  }
-  for (double lag : lags) {
-    const physics::LagTerms t = physics::lag_terms(m.layer(layer).params, head, lag);
-    k.decay.push_back(t.E);
-    k.vcov.push_back(t.vcov);
-    k.precision.push_back(t.P);
-    k.bias.push_back(t.B);
-  }
-  return k;
+  const AttentionParams& p = m.layer(layer).params;
+  return mech::mechanism_of(p).curves(p, head, lags);
 }
 
-namespace {
-std::string fmt3(double x) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g", x);
-  return b;
-}
-
-// HeadSummary::terms (docs/variant-afa.md §11, docs/variant-rt.md §10, docs/variant-acc.md §8).
-std::string head_terms(const AttentionParams& p, int h) {
-  const size_t i = (size_t)h;
-  if (p.variant == AttentionVariant::afa) {
-    const AfaLayerParams& f = p.afa;
-    double lo = INFINITY, hi = 0;
-    int reg[3] = {0, 0, 0};  // diffusive, integrative, brownian per channel
-    for (int d = 0; d < p.dim; ++d) {
-      const size_t k = i * p.dim + (size_t)d;
-      const double mu = f.unitary ? 0.0 : f.mu[k];
-      lo = std::min(lo, mu);
-      hi = std::max(hi, mu);
-      reg[mu == 0 ? 2 : f.eta2[k] - f.sigma2[k] / (2 * mu) > 0 ? 1 : 0] += 1;
-    }
-    // Short enough for one line of the viewer's regimes table: d/i/B counts the channels that are
-    // diffusive / integrative / Brownian.
-    return "mu " + fmt3(lo) + ".." + fmt3(hi) + ", d/i/B " + std::to_string(reg[0]) + "/" + std::to_string(reg[1]) +
-           "/" + std::to_string(reg[2]) + ", alpha " + fmt3(f.alpha[i]);
-  }
-  if (p.variant == AttentionVariant::rt) {
-    const RtLayerParams& r = p.rt;
-    return "beta_s " + fmt3(r.beta[i]) + ", tau_th2 " + fmt3(r.tau_th2[i]) + ", 2 mu beta_s " +
-           fmt3(2 * r.mu[i] * r.beta[i]);
-  }
-  switch (p.phase) {
-    case PhaseSource::accumulated_rope: return "accumulated rope steps";
-    case PhaseSource::accumulated_random: return "accumulated random steps";
-    case PhaseSource::accumulated_learned: return "accumulated learned steps";
-    default: return "";
-  }
-}
-}  // namespace
 
 std::vector<HeadSummary> head_summaries(const Model& m) {
   std::vector<HeadSummary> out;
@@ -134,7 +68,7 @@ std::vector<HeadSummary> head_summaries(const Model& m) {
       s.omega_min = p.dim ? lo : 0;
       s.omega_max = hi;
       s.variant = p.variant;
-      s.terms = head_terms(p, h);
+      s.terms = mech::mechanism_of(p).head_terms(p, h);
       out.push_back(s);
     }
   }

@@ -10,6 +10,7 @@
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
 #include "gpu/recorder.hpp"
+#include "mechanisms/mechanism.hpp"
 #include "model/model.hpp"
 #include "ops/linear.hpp"
 #include "ops/rfa_attention.hpp"
@@ -53,17 +54,9 @@ Status check_session_kernels(const gpu::Capabilities& caps, const Model& m, bool
   std::vector<std::string> names = {"linear", "linear_gemv", "linear_direct", "ring_append"};
   if (m.arch != Architecture::attention) names.push_back("layer_norm");
   if (m.arch == Architecture::lm) names.insert(names.end(), {"embed", "sample"});
-  const std::string kv = kv_f16 ? "_kv16" : "";
   for (int l = 0; l < m.num_layers(); ++l) {
-    switch (m.layer(l).params.variant) {
-      case AttentionVariant::afa: names.push_back("afa_attention" + kv); break;
-      case AttentionVariant::rt: names.push_back("rt_attention" + kv); break;
-      default:
-        names.insert(names.end(), {"rfa_attention" + kv, "rfa_rotate" + kv, "rfa_attention_reduce"});
-        if (m.layer(l).params.phase != PhaseSource::omega_t) names.push_back("rfa_phase_scan");
-        if (lag_table) names.push_back("rfa_lag_table");
-        break;
-    }
+    const AttentionParams& p = m.layer(l).params;
+    mech::mechanism_of(p).kernel_names(p, kv_f16, lag_table, names);
   }
   for (const std::string& n : names) {
     Status s = gpu::check_shader_interface(caps, n.c_str());

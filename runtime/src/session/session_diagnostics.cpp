@@ -9,6 +9,7 @@
 #include <complex>
 #include <string>
 
+#include "mechanisms/mechanism.hpp"
 #include "ops/rfa_tomography.hpp"
 #include "probe/linalg.hpp"
 #include "session/session_impl.hpp"
@@ -88,17 +89,9 @@ std::vector<double> key_gram(const AttentionLayer& L, int head) {
 }
 
 // The vectors a head scores with, from the cached ones (docs/DIAGNOSTICS.md §2): the caches hold
-// them as they are for RFA (Q~, K~) and RT-RFA (the unit directions); an AFA layer under the
-// unitary switch projects each complex channel to unit modulus first (a zero channel stays zero),
-// exactly as its kernel does. v: [n][2D] floats.
-void to_scored(const AttentionParams& p, std::vector<float>& v) {
-  if (p.variant != AttentionVariant::afa || !p.afa.unitary) return;
-  for (size_t c = 0; c + 1 < v.size(); c += 2) {
-    const double n = std::hypot((double)v[c], (double)v[c + 1]);
-    if (n > 0) v[c] = (float)(v[c] / n), v[c + 1] = (float)(v[c + 1] / n);
-    else v[c] = v[c + 1] = 0.f;
-  }
-}
+// them as they are for RFA (Q~, K~) and RT-RFA (the unit directions); the mechanism says what else
+// (an AFA layer under the unitary switch projects each channel to unit modulus). v: [n][2D] floats.
+void to_scored(const AttentionParams& p, std::vector<float>& v) { mech::mechanism_of(p).to_scored(p, v); }
 
 struct Spectrum {
   std::vector<double> sv;

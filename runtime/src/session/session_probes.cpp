@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 
+#include "mechanisms/mechanism.hpp"
 #include "ops/rfa_attention.hpp"
 #include "ops/rfa_probe.hpp"
 #include "probe/heatmap_render.hpp"
@@ -91,7 +92,8 @@ Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
   Impl& I = *impl_;
   RFA_TRY(I.check_probe(layer, head, b, i, i + 1, j, j + 1));
   const AttentionParams& p = I.model->layer(layer).params;
-  RFA_TRY(ops::require_rfa_layer(p, "pair readout"));
+  const mech::Mechanism& mechanism = mech::mechanism_of(p);
+  if (!mechanism.has_pair_readout()) return mechanism.unsupported("pair readout");
   const LayerGpu& L = I.layers[(size_t)layer];
   const size_t D = (size_t)p.dim, row = ((size_t)b * p.heads + head) * (size_t)I.capacity;
   const size_t si = (size_t)i % (size_t)I.capacity, sj = (size_t)j % (size_t)I.capacity;  // ring slots
@@ -279,16 +281,10 @@ Result<std::vector<WindowTruncation>> Session::window_report(int b, bool measure
       // The decay that scales the head's A and its precision, at lag 0 and at the edge: RFA's E and
       // P; AFA's channel-mean decay and 1 / (nu v^C); RT-RFA's precision between unit magnitudes,
       // and no decay (its A is Ahat: an evicted key could have kept its whole weight).
-      double e_edge = 1.0, p0 = 0.0, p_edge = 0.0;
-      if (p.variant == AttentionVariant::rfa) {
-        const physics::LagTerms at0 = physics::lag_terms(p, h, 0.0), at_edge = physics::lag_terms(p, h, edge);
-        e_edge = at_edge.E, p0 = at0.P, p_edge = at_edge.P;
-      } else {
-        auto cv = head_curves(*I.model, l, h, {0.0, edge});
-        if (!cv) return cv.status();
-        e_edge = p.variant == AttentionVariant::afa ? cv->decay[1] : 1.0;
-        p0 = cv->precision[0], p_edge = cv->precision[1];
-      }
+      const mech::Mechanism& mechanism = mech::mechanism_of(p);
+      const KernelCurves cv = mechanism.curves(p, h, {0.0, edge});
+      const double e_edge = mechanism.decays_weights() ? cv.decay[1] : 1.0;
+      const double p0 = cv.precision[0], p_edge = cv.precision[1];
       w.decay_bound = evicted ? e_edge : 0.0;
       w.precision_ratio = evicted && p0 > 0 ? p_edge / p0 : 0.0;
       if (measure && std::isfinite(thr)) {

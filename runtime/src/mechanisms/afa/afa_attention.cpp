@@ -1,10 +1,12 @@
-#include "ops/afa_attention.hpp"
+#include "mechanisms/afa/afa_attention.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "gpu/pipeline.hpp"
+#include "afa_layer_table.h"
+#include "model/physics.hpp"
 #include "push_layouts.h"
 
 namespace rfa::ops {
@@ -59,30 +61,29 @@ Status check_afa_params(const AttentionParams& p) {
 }
 
 std::vector<float> afa_layer_table(const AttentionParams& p) {
+  using namespace shader;
   const AfaLayerParams& f = p.afa;
   const size_t H = (size_t)p.heads, HD = H * (size_t)p.dim;
-  std::vector<float> t(4 * (2 * HD + H), 0.f);
+  std::vector<float> t(4 * (kAfaBlocks * HD + H), 0.f);
   for (size_t k = 0; k < HD; ++k) {
-    const double mu = f.unitary ? 0.0 : f.mu[k];
+    const physics::AfaChannelDerived dv = physics::afa_channel_derived(p, k);
     float* a = &t[4 * k];
-    a[0] = (float)mu;
-    a[1] = (float)f.sigma2[k];
-    a[2] = (float)f.eta2[k];
-    a[3] = (float)f.gamma2[k];
+    a[kAfaMu] = (float)dv.mu;
+    a[kAfaSigma2] = (float)f.sigma2[k];
+    a[kAfaEta2] = (float)f.eta2[k];
+    a[kAfaGamma2] = (float)f.gamma2[k];
     float* c = &t[4 * (HD + k)];
-    c[0] = f.mix ? (float)(1.0 / (1.0 + std::exp(-f.delta[k]))) : 1.f;
-    c[1] = f.precision == AfaPrecision::weighted ? (float)f.weight[k] : 0.f;
-    // The prediction e^{lambda h} = e^{-mu h} e^{i omega h}, in double.
-    const double decay = std::exp(-mu * f.pred_dt), ang = p.omega[k] * f.pred_dt;
-    c[2] = (float)(decay * std::cos(ang));
-    c[3] = (float)(decay * std::sin(ang));
+    c[kAfaMix] = (float)dv.mix;
+    c[kAfaWeight] = f.precision == AfaPrecision::weighted ? (float)f.weight[k] : 0.f;
+    c[kAfaPredRe] = (float)dv.prediction.real();
+    c[kAfaPredIm] = (float)dv.prediction.imag();
   }
   for (size_t h = 0; h < H; ++h) {
-    float* e = &t[4 * (2 * HD + h)];
-    e[0] = (float)f.nu[h];
-    e[1] = (float)(f.alpha[h] * f.alpha[h]);
-    e[2] = f.precision == AfaPrecision::weighted ? (float)f.weight_bias[h] : 0.f;
-    e[3] = (float)f.eps;
+    float* e = &t[4 * (kAfaBlocks * HD + h)];
+    e[kAfaNu] = (float)f.nu[h];
+    e[kAfaAlpha2] = (float)(f.alpha[h] * f.alpha[h]);
+    e[kAfaWeightBias] = f.precision == AfaPrecision::weighted ? (float)f.weight_bias[h] : 0.f;
+    e[kAfaEps] = (float)f.eps;
   }
   return t;
 }
@@ -144,7 +145,7 @@ Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};
   rec.dispatch(**pipe,
-               {gpu::in(w.afa_table()), gpu::in(w.omega()), gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k),
+               {gpu::in(w.table()), gpu::in(w.omega()), gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k),
                 gpu::in(cache.v), gpu::out(out), gpu::inout(cache.row_max), gpu::inout(cache.row_sum),
                 gpu::in(*span.positions)},
                &push, t.groups_x, H, B, "afa_attention");

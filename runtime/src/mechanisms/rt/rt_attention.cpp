@@ -1,11 +1,13 @@
-#include "ops/rt_attention.hpp"
+#include "mechanisms/rt/rt_attention.hpp"
 
 #include <cmath>
 #include <string>
 
 #include "gpu/pipeline.hpp"
-#include "ops/afa_attention.hpp"
+#include "mechanisms/afa/afa_attention.hpp"
+#include "model/physics.hpp"
 #include "push_layouts.h"
+#include "rt_layer_table.h"
 
 namespace rfa::ops {
 
@@ -39,20 +41,22 @@ Status check_rt_params(const AttentionParams& p) {
 }
 
 std::vector<float> rt_layer_table(const AttentionParams& p) {
+  using namespace shader;
   const RtLayerParams& r = p.rt;
-  std::vector<float> t(12 * (size_t)p.heads, 0.f);
+  std::vector<float> t(kRtHeadStride * (size_t)p.heads, 0.f);
   for (size_t h = 0; h < (size_t)p.heads; ++h) {
-    float* x = &t[12 * h];
-    x[0] = (float)r.mu[h];
-    x[1] = (float)r.s2t[h];
-    x[2] = (float)r.sigma2[h];
-    x[3] = (float)r.eta2[h];
-    x[4] = (float)r.gamma2[h];
-    x[5] = (float)r.tau_th2[h];
-    x[6] = (float)r.nu[h];
-    x[7] = (float)((r.nu[h] + p.dim) / p.dim);
-    x[8] = (float)r.beta[h];
-    x[9] = (float)(r.eta2[h] + r.gamma2[h]);
+    const physics::RtHeadDerived dv = physics::rt_head_derived(p, (int)h);
+    float* x = &t[kRtHeadStride * h];
+    x[kRtMu] = (float)r.mu[h];
+    x[kRtS2t] = (float)r.s2t[h];
+    x[kRtSigma2] = (float)r.sigma2[h];
+    x[kRtEta2] = (float)r.eta2[h];
+    x[kRtGamma2] = (float)r.gamma2[h];
+    x[kRtTauTh2] = (float)r.tau_th2[h];
+    x[kRtNu] = (float)r.nu[h];
+    x[kRtKappa] = (float)dv.kappa;
+    x[kRtBetaS] = (float)r.beta[h];
+    x[kRtS0] = (float)dv.S0;
   }
   return t;
 }
@@ -94,7 +98,7 @@ Status record_rt_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWei
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};
   rec.dispatch(**pipe,
-               {gpu::in(w.rt_table()), gpu::in(w.omega()), gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k),
+               {gpu::in(w.table()), gpu::in(w.omega()), gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k),
                 gpu::in(cache.v), gpu::in(cache.q_norm2), gpu::in(cache.k_norm2), gpu::in(v_unit), gpu::out(out),
                 gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::in(*span.positions)},
                &push, t.groups_x, H, B, "rt_attention");

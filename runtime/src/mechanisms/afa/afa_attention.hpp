@@ -1,8 +1,8 @@
 // AFA layers on the GPU (Adaptive Filter Attention, memory-optimised form, docs/variant-afa.md):
 // the layer's parameter table and the fused kernel shaders/afa_attention*.comp. An AFA layer goes
 // through the same op as RFA (ops/rfa_attention.hpp): RFA's rotate pass fills the same caches
-// (Q~, K~, V~ in the frame of omega_k t), and record_rfa_fused hands AFA layers to
-// record_afa_fused. No lag table and no split-k or cooperative tile: per-channel decays make every
+// (Q~, K~, V~ in the frame of omega_k t), and record_rfa_fused hands the layer to its mechanism
+// (afa_mechanism.cpp), which records record_afa_fused. No lag table and no split-k or cooperative tile: per-channel decays make every
 // pair's terms a function of D exponentials (docs/variant-afa.md §7).
 #pragma once
 
@@ -15,9 +15,8 @@ namespace rfa::ops {
 // Checks an AFA layer's parameters (sizes, signs, finiteness), naming the field at fault.
 Status check_afa_params(const AttentionParams& p);
 
-// The table the kernel reads, vec4s: [H*D] (mu, sigma2, eta2, gamma2), [H*D] (mix gate
-// sigmoid(delta_k) or 1, w_k, Re and Im of e^{lambda_k h}), [H] (nu, alpha^2, b, eps). Under the
-// unitary switch mu is 0 here. e^{lambda h} is formed in double.
+// The table the kernel reads (layout: shaders/common/afa_layer_table.h); the gate, the unitary
+// switch's mu and e^{lambda h} are physics::afa_channel_derived's, in double.
 std::vector<float> afa_layer_table(const AttentionParams& p);
 
 // The kernel's shared memory for a tiling (what the shader declares).

@@ -1,8 +1,9 @@
 // RT-RFA layers on the GPU (directional RFA on the sphere, docs/variant-rt.md): the layer's
 // parameter table and the fused kernel shaders/rt_attention*.comp. An RT layer goes through the
 // same op as RFA (ops/rfa_attention.hpp): the rotate pass, in its UNIT mode, caches unit
-// directions and log(m^2 + eps) per token, and record_rfa_fused hands RT layers to
-// record_rt_fused. Its tiling is the AFA kernel's direct path (ops/afa_attention.hpp).
+// directions and log(m^2 + eps) per token, and record_rfa_fused hands the layer to its
+// mechanism (rt_mechanism.cpp), which records record_rt_fused. Its tiling is the AFA kernel's
+// direct path (mechanisms/afa/afa_attention.hpp).
 #pragma once
 
 #include <vector>
@@ -14,8 +15,8 @@ namespace rfa::ops {
 // Checks an RT layer's parameters (sizes, signs, finiteness), naming the field at fault.
 Status check_rt_params(const AttentionParams& p);
 
-// The table the kernel reads, three vec4 per head: (mu, s2t, sigma2, eta2), (gamma2, tau_th2, nu,
-// kappa = (nu + D) / D), (beta_s, S(0) = eta2 + gamma2, 0, 0).
+// The table the kernel reads (layout: shaders/common/rt_layer_table.h); kappa and S(0) are
+// physics::rt_head_derived's.
 std::vector<float> rt_layer_table(const AttentionParams& p);
 
 // The kernel's shared memory for a tiling (what the shader declares).
