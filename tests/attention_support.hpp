@@ -19,6 +19,7 @@
 #include "reference/attention_ref.hpp"
 #include "reference/ops_ref.hpp"
 #include "test_support.hpp"
+#include "core/access.hpp"
 
 namespace rfa::test {
 
@@ -29,7 +30,7 @@ struct AttentionPath {
   bool kv_f16 = false;
   bool lag_table = true;
   bool use_default_context = true;  // the process context (RFA_* variables), not `kernels`
-  gpu::Context& gpu() const { return use_default_context ? test::gpu() : test::context(kernels).impl(); }
+  gpu::Context& gpu() const { return use_default_context ? test::gpu() : gpu_of(test::context(kernels)); }
 };
 
 

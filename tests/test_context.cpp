@@ -14,6 +14,7 @@
 #include "ops/linear.hpp"
 #include "reference/ops_ref.hpp"
 #include "test_support.hpp"
+#include "core/access.hpp"
 
 using namespace rfa;
 
@@ -25,8 +26,8 @@ void provoke_zero_sized_buffer(Context& c) {
   bi.size = 0;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
   VkBuffer b = VK_NULL_HANDLE;
-  VkResult r = vkCreateBuffer(c.impl().device(), &bi, nullptr, &b);
-  if (r == VK_SUCCESS && b) vkDestroyBuffer(c.impl().device(), b, nullptr);
+  VkResult r = vkCreateBuffer(gpu_of(c).device(), &bi, nullptr, &b);
+  if (r == VK_SUCCESS && b) vkDestroyBuffer(gpu_of(c).device(), b, nullptr);
 }
 }  // namespace
 
@@ -69,7 +70,7 @@ TEST_CASE("the library reads no environment: RFA_DEVICE and RFA_VALIDATION reach
   o.on_message = [&](MessageSeverity sev, const char*) { seen += sev >= MessageSeverity::warning; };
   auto c = Context::create(o);
   REQUIRE_MESSAGE(c.ok(), c.status().to_string());
-  CHECK((*c)->impl().kernels().attention_tile == -1);
+  CHECK(gpu_of(**c).kernels().attention_tile == -1);
   // No validation layer: the zero-sized buffer the validation test provokes goes unreported.
   provoke_zero_sized_buffer(**c);
   CHECK(seen == 0);
@@ -274,7 +275,7 @@ TEST_CASE("an app's own instance, device and queue can be adopted, used and hand
     AdoptedDevice a{inst, phys, dev, queue, family, {}, vkGetInstanceProcAddr};
     auto c = Context::adopt(a, {});
     REQUIRE_MESSAGE(c.ok(), c.status().to_string());
-    gpu::Context& g = (*c)->impl();
+    gpu::Context& g = gpu_of(**c);
     CHECK(!g.owns_device());
     CHECK(!g.caps().push_descriptors);  // the app did not enable it: pooled descriptor sets are used
     // Run a Linear on the adopted device.
@@ -315,7 +316,7 @@ TEST_CASE("the memory budget gives a clear out-of-memory error and allocations a
   o.memory_budget = 1 << 20;  // 1 MiB
   auto c = Context::create(o);
   REQUIRE(c.ok());
-  gpu::Allocator& al = (*c)->impl().allocator();
+  gpu::Allocator& al = gpu_of(**c).allocator();
   auto a = al.allocate(600 << 10, gpu::MemoryKind::device, "first tensor");
   REQUIRE(a.ok());
   auto b = al.allocate(600 << 10, gpu::MemoryKind::device, "second tensor");
@@ -366,7 +367,7 @@ TEST_CASE("after device loss the context refuses work with device_lost but can s
   o.validation = test::validation_option();
   auto c = Context::create(o);
   REQUIRE(c.ok());
-  gpu::Context& g = (*c)->impl();
+  gpu::Context& g = gpu_of(**c);
   auto before = g.allocator().allocate(1024, gpu::MemoryKind::device, "kept across the loss");
   REQUIRE(before.ok());
   // Simulate what a failed vkQueueSubmit / vkWaitForFences reports on a lost device.

@@ -22,6 +22,7 @@
 #include "model/npy.hpp"
 #include "rfa/session.hpp"
 #include "test_support.hpp"
+#include "core/access.hpp"
 
 namespace fs = std::filesystem;
 using namespace rfa;
@@ -177,7 +178,7 @@ TEST_CASE("the footprint reader: workgroup sizes and shared memory as specialize
 
 TEST_CASE("the pipeline layer refuses a kernel beyond the limits, naming the limit") {
   auto ctx = make_context("vulkan-minimum");
-  gpu::Context& g = ctx->impl();
+  gpu::Context& g = gpu_of(*ctx);
   CHECK(g.caps().profile == "vulkan-minimum");
   CHECK(g.caps().max_storage_buffers_per_stage <= 4);
   CHECK(ctx->capabilities_summary().find("device profile: vulkan-minimum") != std::string::npos);
@@ -260,10 +261,10 @@ TEST_CASE("packed bindings on the real device (ContextOptions): the same outputs
     return out;
   };
   auto packed = make_context("", 0, 4);
-  CHECK(packed->impl().caps().packed_bindings);
-  CHECK(packed->impl().caps().max_storage_buffers_per_stage == 4);
-  CHECK(packed->impl().caps().packed_arena_bytes > 0);
-  CHECK(packed->impl().caps().packed_arena_bytes <= packed->impl().caps().max_storage_buffer_range);
+  CHECK(gpu_of(*packed).caps().packed_bindings);
+  CHECK(gpu_of(*packed).caps().max_storage_buffers_per_stage == 4);
+  CHECK(gpu_of(*packed).caps().packed_arena_bytes > 0);
+  CHECK(gpu_of(*packed).caps().packed_arena_bytes <= gpu_of(*packed).caps().max_storage_buffer_range);
   for (bool stream : {false, true}) {
     CAPTURE(stream);
     const std::vector<float> plain = run_session(test::context(), stream), pk = run_session(*packed, stream);
@@ -278,7 +279,7 @@ TEST_CASE("packed bindings on the real device (ContextOptions): the same outputs
   // tensors each fit one descriptor but not all together is refused when it is created, naming
   // the arena and why there is one.
   auto small = make_context("", 2u << 20, 4);
-  CHECK(small->impl().caps().packed_arena_bytes == (2u << 20));
+  CHECK(gpu_of(*small).caps().packed_arena_bytes == (2u << 20));
   SessionOptions so;
   so.max_context = 4096;
   so.window = -1;
@@ -389,7 +390,7 @@ TEST_CASE("maxStorageBufferRange lowered by ContextOptions: caches beyond it are
   // created (rfa-run: exit 5), the limit named.
   {
     auto ctx = make_context("", range);
-    CHECK(ctx->impl().caps().max_storage_buffer_range == range);
+    CHECK(gpu_of(*ctx).caps().max_storage_buffer_range == range);
     SessionOptions so;
     so.max_context = 65536;
     so.window = -1;

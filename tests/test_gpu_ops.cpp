@@ -9,6 +9,7 @@
 #include "ops/norm.hpp"
 #include "reference/ops_ref.hpp"
 #include "test_support.hpp"
+#include "core/access.hpp"
 
 using namespace rfa;
 
@@ -75,7 +76,7 @@ TEST_CASE("linear matches the CPU twin on off-tile shapes, with every kernel") {
     CAPTURE(std::string(kernel));
     KernelOptions k;
     k.linear = kernel;
-    gpu::Context& g = test::context(k).impl();
+    gpu::Context& g = gpu_of(test::context(k));
     // The tiled kernel is 256 invocations; under a profile with fewer (the Android baseline, the
     // Vulkan minimum) the pipeline layer refuses it (test_device_profiles checks that refusal).
     if (std::string(kernel) == "tiled" && g.caps().max_workgroup_invocations < 256) {

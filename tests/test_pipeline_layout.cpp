@@ -4,12 +4,37 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "gpu/recorder.hpp"
 #include "gpu/shader_registry.hpp"
 #include "gpu/spirv_reflect.hpp"
 #include "test_support.hpp"
 
 using namespace rfa;
+
+namespace {
+// Whether Recorder::dispatch accepts kernel K with push constants P (a detection idiom: the typed
+// dispatch must refuse, at compile time, a push struct other than the kernel's own).
+template <class K, class P, class = void>
+struct can_dispatch : std::false_type {};
+template <class K, class P>
+struct can_dispatch<K, P,
+                    std::void_t<decltype(std::declval<gpu::Recorder&>().dispatch(
+                        std::declval<const K&>(), std::vector<gpu::Binding>{}, std::declval<const P&>(), 1u))>>
+    : std::true_type {};
+struct PushA {
+  uint32_t a;
+};
+struct PushB {
+  uint32_t b;
+};
+static_assert(can_dispatch<gpu::Kernel<PushA>, PushA>::value, "a kernel takes its own push struct");
+static_assert(!can_dispatch<gpu::Kernel<PushA>, PushB>::value, "and no other");
+static_assert(!can_dispatch<gpu::Pipeline, PushA>::value, "an untyped pipeline is not dispatched");
+}  // namespace
 
 TEST_CASE("every shader's bindings and push block are read from its SPIR-V") {
   // The counts the call sites stated by hand before the layouts were reflected (and the new paths').

@@ -11,6 +11,7 @@
 #include "gpu/pipeline_stats.hpp"
 #include "gpu/shader_registry.hpp"
 #include "test_support.hpp"
+#include "core/access.hpp"
 
 using namespace rfa;
 
@@ -126,7 +127,7 @@ TEST_CASE("driver statistics are captured only when asked, and a driver without 
     o.capture_pipeline_statistics = capture;
     auto ctx = Context::create(o);
     REQUIRE_MESSAGE(ctx.ok(), ctx.status().to_string());
-    gpu::Context& g = (*ctx)->impl();
+    gpu::Context& g = gpu_of(**ctx);
     CHECK(g.capture_statistics() == (capture && g.caps().pipeline_executable_info));
     auto p = g.pipelines().get<EmbedPush>("embed");
     REQUIRE_MESSAGE(p.ok(), p.status().to_string());

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "rfa/environment.hpp"
+#include "core/access.hpp"
 
 #if defined(_WIN32)
 #define WIN32_LEAN_AND_MEAN
@@ -82,7 +83,7 @@ rfa::Context& context() {
   return context(from_env);
 }
 
-gpu::Context& gpu() { return context().impl(); }
+gpu::Context& gpu() { return gpu_of(context()); }
 uint64_t validation_messages() { return g_messages.load(); }
 void shutdown() {
   std::lock_guard<std::mutex> lock(g_mutex);

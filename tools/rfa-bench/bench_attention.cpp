@@ -28,6 +28,7 @@
 #include "ops/rfa_attention.hpp"
 #include "ops/sdpa.hpp"
 #include "rfa/context.hpp"
+#include "core/access.hpp"
 
 namespace rfa::bench {
 
@@ -301,7 +302,7 @@ int bench_attention(const std::vector<std::string>& args) {
   std::vector<std::string> variants = split_list(option(args, "--variants", "M2,M1,M2.6"));
   std::unique_ptr<Context> ctx = open_context(args);
   if (!ctx) return 5;
-  gpu::Context& g = ctx->impl();
+  gpu::Context& g = gpu_of(*ctx);
   const std::string device = g.caps().device_name;
   const std::string driver =
       g.caps().driver_name + (g.caps().driver_info.empty() ? "" : " (" + g.caps().driver_info + ")");

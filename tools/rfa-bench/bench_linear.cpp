@@ -10,6 +10,7 @@
 #include "gpu/recorder.hpp"
 #include "ops/linear.hpp"
 #include "rfa/context.hpp"
+#include "core/access.hpp"
 
 namespace rfa::bench {
 
@@ -41,7 +42,7 @@ int bench_linear(const std::vector<std::string>& args) {
   const int reps = std::max(1, std::atoi(option(args, "--reps", "5").c_str()));
   std::unique_ptr<Context> ctx = open_context(args);
   if (!ctx) return 5;
-  gpu::Context& g = ctx->impl();
+  gpu::Context& g = gpu_of(*ctx);
   const std::string device = g.caps().device_name;
   const Shape shapes[] = {
       {512, 256, 256, "prefill projection (N=512, d_e=256)"},

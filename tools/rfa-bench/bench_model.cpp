@@ -11,6 +11,7 @@
 #include "gpu/memory.hpp"
 #include "rfa/context.hpp"
 #include "rfa/session.hpp"
+#include "core/access.hpp"
 
 namespace rfa::bench {
 
@@ -67,7 +68,7 @@ int bench_model(const std::vector<std::string>& args) {
     input(n, &ids, &vals);
     return info.architecture == "lm" ? s.prefill_tokens(ids, n) : s.prefill_values(vals, n);
   };
-  gpu::Allocator& al = ctx->impl().allocator();
+  gpu::Allocator& al = gpu_of(*ctx).allocator();
   const std::string device = ctx->device_info().name;
   int max_ctx = prefill_n;
   for (int c : decode_at) max_ctx = std::max(max_ctx, c + steps);

@@ -15,6 +15,7 @@
 #include "rfa/context.hpp"
 #include "rfa/session.hpp"
 #include "rfa/spiral.hpp"
+#include "core/access.hpp"
 
 namespace rfa::bench {
 
@@ -90,7 +91,7 @@ int bench_stream(const std::vector<std::string>& args) {
   }
   const ModelInfo info = model_info(**model);
   const std::string device = ctx->device_info().name;
-  gpu::Allocator& al = ctx->impl().allocator();
+  gpu::Allocator& al = gpu_of(*ctx).allocator();
   SessionOptions so;
   so.batch = batch;
   so.window = window;

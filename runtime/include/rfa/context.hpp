@@ -114,6 +114,10 @@ struct AdoptedDevice {
   PFN_vkGetInstanceProcAddr get_instance_proc_addr = nullptr;
 };
 
+namespace internal {
+struct Access;
+}  // namespace internal
+
 class RFA_API Context {
  public:
   static Result<std::unique_ptr<Context>> create(const ContextOptions& options = {});
@@ -131,10 +135,8 @@ class RFA_API Context {
   // submissions; an app that shares an adopted queue must hold it around its own vkQueueSubmit.
   std::mutex& queue_mutex();
 
-  gpu::Context& impl() { return *impl_; }
-  const gpu::Context& impl() const { return *impl_; }
-
  private:
+  friend struct internal::Access;  // the library's and its tests' way in (runtime/src/core/access.hpp)
   RFA_HIDDEN explicit Context(std::unique_ptr<gpu::Context> impl);  // the library's own: not exported
   std::unique_ptr<gpu::Context> impl_;
 };

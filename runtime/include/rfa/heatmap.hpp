@@ -59,10 +59,9 @@ class RFA_API Heatmap {
   double last_colormap_ms() const;
   const HeatmapRequest& last_request() const;
 
-  struct Impl;
-  Impl& impl() { return *impl_; }
-
  private:
+  friend struct internal::Access;  // runtime/src/core/access.hpp
+  struct Impl;
   RFA_HIDDEN explicit Heatmap(std::unique_ptr<Impl> impl);  // the library's own: not exported
   std::unique_ptr<Impl> impl_;
 };

@@ -11,6 +11,7 @@
 #include "model/model.hpp"
 #include "ops/linear.hpp"
 #include "rfa/device.hpp"
+#include "core/access.hpp"
 
 namespace rfa {
 
@@ -27,7 +28,7 @@ std::vector<const char*> wanted_device_extensions(VkPhysicalDevice phys) {
 }
 
 Result<SelfCheck> self_check(Context& ctx) {
-  gpu::Context& g = ctx.impl();
+  gpu::Context& g = gpu_of(ctx);
   SelfCheck r;
   r.rows = 61, r.in = 100, r.out = 257;  // deliberately off-tile
   std::mt19937 rng(7);

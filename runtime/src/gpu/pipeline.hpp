@@ -78,6 +78,16 @@ struct Pipeline {
   bool statistics = false;     // created with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
 };
 
+// A built pipeline and the push-constant struct its dispatches pass: PipelineCache::get<Push>
+// returns one, and Recorder::dispatch takes a `Push` of exactly that type, so a kernel is never
+// handed another kernel's push constants.
+template <class Push>
+struct Kernel {
+  const Pipeline* pipeline = nullptr;
+  const Pipeline& operator*() const { return *pipeline; }
+  const Pipeline* operator->() const { return pipeline; }
+};
+
 class PipelineCache {
  public:
   explicit PipelineCache(Context& ctx);
@@ -85,9 +95,11 @@ class PipelineCache {
   // The pipeline for this shader and specialization; built on first use. `Push` is the struct the
   // caller passes to Recorder::dispatch (a shared layout from shaders/common/*.h where there is one).
   template <class Push>
-  Result<const Pipeline*> get(const char* shader, const SpecConstants& spec = {}) {
+  Result<Kernel<Push>> get(const char* shader, const SpecConstants& spec = {}) {
     static_assert(std::is_trivially_copyable_v<Push>, "push constants are copied as bytes");
-    return get_sized(shader, (uint32_t)sizeof(Push), spec);
+    auto p = get_sized(shader, (uint32_t)sizeof(Push), spec);
+    if (!p) return p.status();
+    return Kernel<Push>{*p};
   }
   // For a shader without push constants.
   Result<const Pipeline*> get(const char* shader, const SpecConstants& spec = {}) { return get_sized(shader, 0, spec); }

@@ -229,13 +229,8 @@ void Recorder::bind_descriptors(const Pipeline& p, const std::vector<Binding>& b
   vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
 }
 
-void Recorder::dispatch(const Pipeline& p, std::initializer_list<Binding> bindings, const void* push, uint32_t gx,
-                        uint32_t gy, uint32_t gz, const char* label) {
-  dispatch(p, std::vector<Binding>(bindings), push, gx, gy, gz, label);
-}
-
-void Recorder::dispatch(const Pipeline& p, const std::vector<Binding>& bindings, const void* push, uint32_t gx,
-                        uint32_t gy, uint32_t gz, const char* label) {
+void Recorder::dispatch_bytes(const Pipeline& p, const std::vector<Binding>& bindings, const void* push, uint32_t gx,
+                              uint32_t gy, uint32_t gz, const char* label) {
   if (!recording_) {
     deferred_ = Status(Code::invalid_argument, "Recorder::dispatch outside begin()/end()");
     return;

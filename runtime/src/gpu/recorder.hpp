@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gpu/memory.hpp"
+#include "gpu/pipeline.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa::gpu {
@@ -36,6 +37,10 @@ struct Binding {
 inline Binding in(const Buffer& b) { return {&b, false}; }
 inline Binding out(const Buffer& b) { return {&b, true}; }
 inline Binding inout(const Buffer& b) { return {&b, true}; }
+
+// The workgroups of `size` invocations that cover `items` (one per item): the count every 1-D
+// dispatch of a kernel with local size `size` passes.
+inline uint32_t workgroups(uint64_t items, uint32_t size) { return (uint32_t)((items + size - 1) / size); }
 
 struct DispatchTiming {
   std::string label;
@@ -65,11 +70,18 @@ class Recorder {
   // Starts a new recording (the previous submission must have completed). A reusable recording
   // may be submitted any number of times after end().
   Status begin(bool reusable = false);
-  // Records one dispatch of `groups` workgroups. `push` holds pipeline.push_bytes bytes.
-  void dispatch(const Pipeline& p, std::initializer_list<Binding> bindings, const void* push,
-                uint32_t gx, uint32_t gy = 1, uint32_t gz = 1, const char* label = nullptr);
-  void dispatch(const Pipeline& p, const std::vector<Binding>& bindings, const void* push,
-                uint32_t gx, uint32_t gy = 1, uint32_t gz = 1, const char* label = nullptr);
+  // Records one dispatch of gx * gy * gz workgroups of kernel `k` with its push constants (the
+  // struct PipelineCache::get<Push> named; workgroups() below counts groups).
+  template <class Push>
+  void dispatch(const Kernel<Push>& k, std::initializer_list<Binding> bindings, const Push& push, uint32_t gx,
+                uint32_t gy = 1, uint32_t gz = 1, const char* label = nullptr) {
+    dispatch_bytes(*k, std::vector<Binding>(bindings), &push, gx, gy, gz, label);
+  }
+  template <class Push>
+  void dispatch(const Kernel<Push>& k, const std::vector<Binding>& bindings, const Push& push, uint32_t gx,
+                uint32_t gy = 1, uint32_t gz = 1, const char* label = nullptr) {
+    dispatch_bytes(*k, bindings, &push, gx, gy, gz, label);
+  }
   void copy(const Buffer& src, const Buffer& dst, VkDeviceSize bytes, VkDeviceSize src_offset = 0,
             VkDeviceSize dst_offset = 0);
   void fill(const Buffer& dst, uint32_t value = 0);
@@ -105,6 +117,9 @@ class Recorder {
   double gpu_ms_total() const { return gpu_total_ms_; }
 
  private:
+  // `push` holds p.push_bytes bytes.
+  void dispatch_bytes(const Pipeline& p, const std::vector<Binding>& bindings, const void* push, uint32_t gx,
+                      uint32_t gy, uint32_t gz, const char* label);
   friend class Batch;
   struct Access {
     bool read = false, written = false;

@@ -15,7 +15,7 @@ Status record_embed(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& id
   const shader::EmbedPush push{rows, dim};
   auto pipe = ctx.pipelines().get<shader::EmbedPush>("embed");
   if (!pipe) return pipe.status();
-  rec.dispatch(**pipe, {gpu::in(ids), gpu::in(table), gpu::out(y)}, &push, (dim + 63) / 64, rows, 1, "embed");
+  rec.dispatch(*pipe, {gpu::in(ids), gpu::in(table), gpu::out(y)}, push, gpu::workgroups(dim, 64), rows, 1, "embed");
   return Status::Ok();
 }
 

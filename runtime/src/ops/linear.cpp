@@ -32,8 +32,8 @@ LinearParams choose_linear_params(const gpu::Capabilities& caps, const KernelOpt
     p.groups_x = (s.out + 3) / 4;
     p.groups_y = s.rows;
   } else {
-    p.groups_x = (s.out + 63) / 64;
-    p.groups_y = (s.rows + 63) / 64;
+    p.groups_x = gpu::workgroups(s.out, 64);
+    p.groups_y = gpu::workgroups(s.rows, 64);
   }
   return p;
 }
@@ -59,8 +59,8 @@ Status record_linear(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x
   if (!pipe) return pipe.status();
   const shader::LinearPush push{s.rows, s.out, s.in, bias ? 1u : 0u};
   // Without a bias the slot is bound to W (never read) so every binding stays valid.
-  rec.dispatch(**pipe, {gpu::in(x), gpu::in(w), gpu::in(bias ? *bias : w), opt.accumulate ? gpu::inout(y) : gpu::out(y)},
-               &push, p.groups_x, p.groups_y, 1, "linear");
+  rec.dispatch(*pipe, {gpu::in(x), gpu::in(w), gpu::in(bias ? *bias : w), opt.accumulate ? gpu::inout(y) : gpu::out(y)},
+               push, p.groups_x, p.groups_y, 1, "linear");
   return Status::Ok();
 }
 

@@ -14,7 +14,7 @@ Status record_norm(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& x, 
   auto pipe = ctx.pipelines().get<shader::NormPush>("layer_norm", spec);
   if (!pipe) return pipe.status();
   const shader::NormPush push{rows, dim, eps, bias ? 1u : 0u};
-  rec.dispatch(**pipe, {gpu::in(x), gpu::in(weight), gpu::in(bias ? *bias : weight), gpu::out(y)}, &push, rows, 1, 1,
+  rec.dispatch(*pipe, {gpu::in(x), gpu::in(weight), gpu::in(bias ? *bias : weight), gpu::out(y)}, push, rows, 1, 1,
                rms ? "rms_norm" : "layer_norm");
   return Status::Ok();
 }

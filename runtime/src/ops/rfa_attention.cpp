@@ -426,10 +426,10 @@ Status record_rfa_phase_scan(gpu::Context& ctx, gpu::Recorder& rec, const Attent
     const PhaseScanPush push{cache.batch, span.n_new, cache.capacity, cache.heads, first, kPhaseScanChunk,
                              (uint32_t)p.phase, p.step_seed, p.step_layer, (uint32_t)p.step_vocab};
     // Layers without learned steps bind the omega buffer in the ids' and table's places (never read).
-    rec.dispatch(**pipe,
+    rec.dispatch(*pipe,
                  {gpu::in(w.omega()), gpu::inout(cache.theta), gpu::in(**positions),
                   gpu::in(learned ? *span.token_ids : w.omega()), gpu::in(learned ? w.step_table() : w.omega())},
-                 &push, (uint32_t)((threads + 63) / 64), 1, 1, "rfa_phase_scan");
+                 push, gpu::workgroups(threads, 64), 1, 1, "rfa_phase_scan");
   }
   return Status::Ok();
 }
@@ -464,12 +464,12 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   const RotatePush push{B, n_new, cache.capacity, H};
   const uint64_t threads = (uint64_t)B * n_new * H * 3;
   // Layers without a phase ring bind the span there (never read: PHASE = 0).
-  rec.dispatch(**pipe,
+  rec.dispatch(*pipe,
                {gpu::in(w.omega()), gpu::in(w.gains()), gpu::in(timestamps), gpu::in(q_proj), gpu::in(k_proj),
                 gpu::in(v_proj), gpu::out(cache.q), gpu::out(cache.k), gpu::out(cache.v), gpu::out(cache.q_norm2),
                 gpu::out(cache.k_norm2), gpu::out(v_norm_scratch), gpu::in(**positions),
                 gpu::in(accumulated(p) ? cache.theta : **positions)},
-               &push, (uint32_t)((threads + 63) / 64), 1, 1, "rfa_rotate");
+               push, gpu::workgroups(threads, 64), 1, 1, "rfa_rotate");
   return Status::Ok();
 }
 
@@ -486,7 +486,7 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
   if (!pipe) return pipe.status();
   const CurvesPush push{cache.capacity, cache.heads};  // the same (n_lags, heads) as rfa_curves
   const uint64_t n = (uint64_t)cache.capacity * cache.heads;
-  rec.dispatch(**pipe, {gpu::in(w.table()), gpu::out(cache.lag_table)}, &push, (uint32_t)((n + 63) / 64), 1, 1,
+  rec.dispatch(*pipe, {gpu::in(w.table()), gpu::out(cache.lag_table)}, push, gpu::workgroups(n, 64), 1, 1,
                "rfa_lag_table");
   cache.table_lags = cache.capacity;
   return Status::Ok();
@@ -549,7 +549,7 @@ Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
       gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::inout(cache.row_energy), gpu::in(*span.positions),
       gpu::in(cache.lag_table), t.splits > 1 ? gpu::out(cache.partials) : gpu::in(cache.partials),
       gpu::in(accumulated(p) ? cache.theta : *span.positions)};  // the phase ring (unread without one)
-  rec.dispatch(**pipe, bindings, &push, t.groups_x, H, B, "rfa_attention");
+  rec.dispatch(*pipe, bindings, push, t.groups_x, H, B, "rfa_attention");
   if (t.splits == 1) return Status::Ok();
   // Split-k reduce: one thread per row merges its splits and runs the epilogue.
   gpu::SpecConstants rspec;
@@ -560,7 +560,7 @@ Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   if (!reduce) return reduce.status();
   std::vector<gpu::Binding> rb = bindings;
   rb[17] = gpu::in(cache.partials);
-  rec.dispatch(**reduce, rb, &push, (n_new + 63) / 64, H, B, "rfa_attention_reduce");
+  rec.dispatch(*reduce, rb, push, gpu::workgroups(n_new, 64), H, B, "rfa_attention_reduce");
   return Status::Ok();
 }
 
@@ -586,8 +586,8 @@ Status record_timestamp_append(gpu::Context& ctx, gpu::Recorder& rec, const gpu:
   if (!pipe) return pipe.status();
   const RingAppendPush push{batch, span.n_new, capacity, 2};
   const uint64_t items = (uint64_t)batch * span.n_new * 2;
-  rec.dispatch(**pipe, {gpu::in(*span.positions), gpu::in(new_times), gpu::out(timestamps)}, &push,
-               (uint32_t)((items + 63) / 64), 1, 1, "ring_append");
+  rec.dispatch(*pipe, {gpu::in(*span.positions), gpu::in(new_times), gpu::out(timestamps)}, push,
+               gpu::workgroups(items, 64), 1, 1, "ring_append");
   return Status::Ok();
 }
 

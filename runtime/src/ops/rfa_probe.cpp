@@ -45,7 +45,7 @@ Status dispatch_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeig
   std::vector<gpu::Binding> bindings = m.readout_inputs(w, c, timestamps);
   bindings.insert(bindings.end(), {gpu::in(c.row_max), gpu::in(c.row_sum), gpu::out(out0), gpu::out(out1)});
   const std::string label = std::string(m.key()) + (mode == 0 ? "_probe" : "_row_diagnostics");
-  rec.dispatch(**pipe, bindings, &push, (uint32_t)((threads + 63) / 64), 1, 1, label.c_str());
+  rec.dispatch(*pipe, bindings, push, gpu::workgroups(threads, 64), 1, 1, label.c_str());
   return Status::Ok();
 }
 

@@ -19,7 +19,7 @@ namespace {
 using shader::TomographyPush;
 
 // The layer's mechanism's tomography shader (<key>_tomography) in `mode`.
-Result<const gpu::Pipeline*> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
+Result<gpu::Kernel<TomographyPush>> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
   const mech::Mechanism& m = mech::mechanism_of(p);
   gpu::SpecConstants spec = m.readout_spec(p);
   spec.u32(mode);
@@ -89,7 +89,7 @@ Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const A
   for (uint32_t first = 0; first < rows; first += 65535) {
     TomographyPush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled, c.window, alpha, 0, first};
     // The matrix binding is unused in this mode: the row output is bound there too.
-    rec.dispatch(**pipe, tomography_bindings(w, c, timestamps, gpu::out(rows_out), gpu::out(rows_out)), &push,
+    rec.dispatch(*pipe, tomography_bindings(w, c, timestamps, gpu::out(rows_out), gpu::out(rows_out)), push,
                  std::min<uint32_t>(rows - first, 65535), 1, 1, "rfa_tomography_rows");
   }
   return Status::Ok();
@@ -114,8 +114,8 @@ Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const
   auto pipe = tomography_pipeline(ctx, w.params(), 1, c.kv_f16);
   if (!pipe) return pipe.status();
   TomographyPush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, alpha, decayed ? 1u : 0u, 0};
-  rec.dispatch(**pipe, tomography_bindings(w, c, timestamps, gpu::in(rows_in), gpu::out(p_out)), &push,
-               (uint32_t)((cells + 63) / 64), 1, 1, "rfa_tomography_matrix");
+  rec.dispatch(*pipe, tomography_bindings(w, c, timestamps, gpu::in(rows_in), gpu::out(p_out)), push,
+               gpu::workgroups(cells, 64), 1, 1, "rfa_tomography_matrix");
   return Status::Ok();
 }
 

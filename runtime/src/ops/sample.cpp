@@ -121,7 +121,7 @@ Status record_sample(gpu::Context& ctx, gpu::Recorder& rec, const gpu::Buffer& l
                                 (uint32_t)s.tokens_offset};
   auto pipe = ctx.pipelines().get<shader::SamplePush>(choice->f64 ? "sample_f64" : "sample", spec);
   if (!pipe) return pipe.status();
-  rec.dispatch(**pipe, {gpu::in(logits), gpu::in(params), gpu::out(tokens)}, &push, s.rows, 1, 1, "sample");
+  rec.dispatch(*pipe, {gpu::in(logits), gpu::in(params), gpu::out(tokens)}, push, s.rows, 1, 1, "sample");
   return Status::Ok();
 }
 

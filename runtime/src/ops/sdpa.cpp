@@ -33,7 +33,7 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
       gpu::in(cache.q),          gpu::in(cache.k),         gpu::in(cache.v),     gpu::out(out),
       gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::in(**positions),
       t.splits > 1 ? gpu::out(cache.partials) : gpu::in(cache.partials)};
-  rec.dispatch(**pipe, bindings, &push, t.groups_x, H, B, "sdpa");
+  rec.dispatch(*pipe, bindings, push, t.groups_x, H, B, "sdpa");
   if (t.splits > 1) {
     gpu::SpecConstants rspec;  // the reduce pass: one thread per row
     rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(merge_chunk_for(D)).u32(1).u32(1).flag(causal).flag(false)
@@ -41,7 +41,7 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
     auto reduce = ctx.pipelines().get<shader::AttentionPush>("sdpa_reduce", rspec);
     if (!reduce) return reduce.status();
     bindings[7] = gpu::in(cache.partials);
-    rec.dispatch(**reduce, bindings, &push, (n_new + 63) / 64, H, B, "sdpa_reduce");
+    rec.dispatch(*reduce, bindings, push, gpu::workgroups(n_new, 64), H, B, "sdpa_reduce");
   }
   return Status::Ok();
 }

@@ -13,6 +13,7 @@
 #include "probe/heatmap_render.hpp"
 #include "push_layouts.h"
 #include "viridis_ramp.h"
+#include "core/access.hpp"
 
 namespace rfa {
 
@@ -109,7 +110,7 @@ Result<std::unique_ptr<Heatmap>> Heatmap::create(Context& ctx, int width, int he
   if (width < 1 || height < 1 || width > 4096 || height > 4096)
     return Status(Code::invalid_argument, "Heatmap::create: size " + std::to_string(width) + " x " +
                                               std::to_string(height) + " outside 1..4096");
-  gpu::Context& g = ctx.impl();
+  gpu::Context& g = gpu_of(ctx);
   RFA_TRY(g.usable());
   auto impl = std::make_unique<Impl>();
   impl->g = &g;
@@ -177,7 +178,7 @@ namespace probe {
 
 Result<gpu::Recorder*> record_heatmap(gpu::Context& g, Heatmap& map, const HeatmapRequest& req, bool causal, int pr0,
                                       int pr1, int pc0, int pc1, const RecordProbe& record_probe) {
-  Heatmap::Impl& M = map.impl();
+  auto& M = internal::Access::heatmap(map);
   if (M.g != &g)
     return Status(Code::invalid_argument, "render_attention: the heatmap was created on another context");
   if (req.r1 <= req.r0 || req.c1 <= req.c0 || req.r0 < 0 || req.c0 < 0)
@@ -201,8 +202,8 @@ Result<gpu::Recorder*> record_heatmap(gpu::Context& g, Heatmap& map, const Heatm
                       (uint32_t)req.c1, (uint32_t)(probed ? pr0 : 0), (uint32_t)(probed ? pr1 : 0),
                       (uint32_t)(probed ? pc0 : 0), (uint32_t)(probed ? pc1 : 0), causal ? 1u : 0u,
                       req.log_scale ? 1u : 0u, req.vmax, req.decades, kHeatmapMasked, kHeatmapPending};
-    R.dispatch(**pipe, {gpu::in(req.decayed ? M.a : M.ahat), gpu::out(M.pixels)}, &push, ((uint32_t)M.width + 7) / 8,
-               ((uint32_t)M.height + 7) / 8, 1, "colormap");
+    R.dispatch(*pipe, {gpu::in(req.decayed ? M.a : M.ahat), gpu::out(M.pixels)}, push, gpu::workgroups(M.width, 8),
+               gpu::workgroups(M.height, 8), 1, "colormap");
     R.copy_to_image(M.pixels, M.image, (uint32_t)M.width, (uint32_t)M.height, reader_stage(g));
   }
   Status e = R.end();

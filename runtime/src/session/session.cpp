@@ -16,6 +16,7 @@
 #include "ops/rfa_attention.hpp"
 #include "gpu/pipeline.hpp"
 #include "session/session_impl.hpp"
+#include "core/access.hpp"
 
 namespace rfa {
 
@@ -218,7 +219,7 @@ Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<c
                                      "causal model");
   auto impl = std::make_unique<Impl>();
   impl->ctx = &ctx;
-  impl->g = &ctx.impl();
+  impl->g = &gpu_of(ctx);
   impl->model = std::move(model);
   impl->info = model_info(*impl->model);
   impl->opts = o;

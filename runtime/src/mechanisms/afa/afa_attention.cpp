@@ -144,11 +144,11 @@ Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   auto pipe = ctx.pipelines().get<AttentionPush>(cache.kv_f16 ? "afa_attention_kv16" : "afa_attention", spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};
-  rec.dispatch(**pipe,
+  rec.dispatch(*pipe,
                {gpu::in(w.table()), gpu::in(w.omega()), gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k),
                 gpu::in(cache.v), gpu::out(out), gpu::inout(cache.row_max), gpu::inout(cache.row_sum),
                 gpu::in(*span.positions)},
-               &push, t.groups_x, H, B, "afa_attention");
+               push, t.groups_x, H, B, "afa_attention");
   return Status::Ok();
 }
 

@@ -258,7 +258,7 @@ class RfaMechanism final : public Mechanism {
     auto pipe = ctx.pipelines().get<shader::CurvesPush>("rfa_curves", spec);
     if (!pipe) return pipe.status();
     const shader::CurvesPush push{n_lags, (uint32_t)p.heads};
-    rec.dispatch(**pipe, {gpu::in(w.table()), gpu::in(lags), gpu::out(out)}, &push, (uint32_t)((n + 63) / 64), 1, 1,
+    rec.dispatch(*pipe, {gpu::in(w.table()), gpu::in(lags), gpu::out(out)}, push, gpu::workgroups(n, 64), 1, 1,
                  "rfa_curves");
     return Status::Ok();
   }

@@ -97,11 +97,11 @@ Status record_rt_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWei
   auto pipe = ctx.pipelines().get<AttentionPush>(cache.kv_f16 ? "rt_attention_kv16" : "rt_attention", spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};
-  rec.dispatch(**pipe,
+  rec.dispatch(*pipe,
                {gpu::in(w.table()), gpu::in(w.omega()), gpu::in(timestamps), gpu::in(cache.q), gpu::in(cache.k),
                 gpu::in(cache.v), gpu::in(cache.q_norm2), gpu::in(cache.k_norm2), gpu::in(v_unit), gpu::out(out),
                 gpu::inout(cache.row_max), gpu::inout(cache.row_sum), gpu::in(*span.positions)},
-               &push, t.groups_x, H, B, "rt_attention");
+               push, t.groups_x, H, B, "rt_attention");
   return Status::Ok();
 }
 
