@@ -88,3 +88,19 @@ TEST_CASE("a push struct of the wrong size is refused at pipeline creation") {
   CHECK(p.status().message().find("push constant struct is 12 bytes, the shader's push block 8") != std::string::npos);
   CHECK(test::gpu().pipelines().get("embed").status().code() == Code::invalid_argument);  // no struct: 0 bytes
 }
+
+TEST_CASE("a specialization vector with an id left out is refused, naming the id") {
+  struct EmbedPush {  // shaders/common/push_layouts.h
+    uint32_t rows, dim;
+  };
+  gpu::SpecConstants spec;
+  spec.set(2, 1).set(0, 7);  // id 1 never set: the shader would silently keep its default
+  CHECK(spec.missing() == 1);
+  auto p = test::gpu().pipelines().get<EmbedPush>("embed", spec);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().code() == Code::invalid_argument);
+  CHECK(p.status().message().find("embed: specialization constant id 1 not given") != std::string::npos);
+  spec.set(1, 0);
+  CHECK(spec.missing() == -1);
+  CHECK(spec.values() == std::vector<uint32_t>{7, 0, 1});
+}

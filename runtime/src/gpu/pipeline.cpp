@@ -171,6 +171,10 @@ Result<PipelineCache::Module> PipelineCache::load_module(const char* shader) {
 }
 
 Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t push_bytes, const SpecConstants& spec) {
+  if (spec.missing() >= 0)
+    return make_error(Code::invalid_argument, std::string(shader) + ": specialization constant id " +
+                                                  std::to_string(spec.missing()) + " not given (the vector sets ids up to " +
+                                                  std::to_string(spec.values().size() - 1) + ")");
   std::string key = shader;  // appended piece by piece: GCC 12's -Wrestrict misfires on "|" + to_string(v)
   key += '|';
   key += std::to_string(push_bytes);

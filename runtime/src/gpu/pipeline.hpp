@@ -49,18 +49,35 @@ uint32_t most_storage_buffers();
 constexpr uint32_t kPackedMaxSlots = 32;
 constexpr uint32_t kPackedTableBytes = kPackedMaxSlots * 4;
 
-// The specialization vector: constant_id i is the i-th value added. Ops build it in one place
-// with a comment per index, mirroring the `layout(constant_id = i)` lines of their shader.
+// The specialization vector. Kernels with many constants set them by id (the names of
+// shaders/common/kernel_ids.h, which their shaders declare too); kernels with one or two append
+// them in id order (constant_id i is the i-th value). Ids left out below the highest one set make
+// the pipeline refuse the vector (missing()).
 class SpecConstants {
  public:
-  SpecConstants& u32(uint32_t v) { values_.push_back(v); return *this; }
+  SpecConstants& set(uint32_t id, uint32_t v) {
+    if (id >= values_.size()) values_.resize(id + 1, 0), given_.resize(id + 1, false);
+    values_[id] = v;
+    given_[id] = true;
+    return *this;
+  }
+  SpecConstants& set_flag(uint32_t id, bool v) { return set(id, v ? 1u : 0u); }  // a GLSL `const bool`
+  SpecConstants& set_f32(uint32_t id, float v) { uint32_t u; std::memcpy(&u, &v, 4); return set(id, u); }
+  SpecConstants& u32(uint32_t v) { return set((uint32_t)values_.size(), v); }
   SpecConstants& i32(int32_t v) { uint32_t u; std::memcpy(&u, &v, 4); return u32(u); }
   SpecConstants& f32(float v) { uint32_t u; std::memcpy(&u, &v, 4); return u32(u); }
-  SpecConstants& flag(bool v) { return u32(v ? 1u : 0u); }  // a GLSL `const bool` spec constant
+  SpecConstants& flag(bool v) { return u32(v ? 1u : 0u); }
   const std::vector<uint32_t>& values() const { return values_; }
+  // The lowest id below the highest set that was never set, or -1.
+  int64_t missing() const {
+    for (size_t i = 0; i < given_.size(); ++i)
+      if (!given_[i]) return (int64_t)i;
+    return -1;
+  }
 
  private:
   std::vector<uint32_t> values_;
+  std::vector<bool> given_;
 };
 
 struct Pipeline {

@@ -84,10 +84,11 @@ class Mechanism {
   virtual Status record_fused(gpu::Context& ctx, gpu::Recorder& rec, const ops::AttentionWeightsGpu& w,
                               ops::AttentionCache& cache, const gpu::Buffer& timestamps, const gpu::Buffer& v_rotate,
                               gpu::Buffer& out, const ops::AttentionSpan& span) const = 0;
-  // The readout kernels (<key>_probe, <key>_tomography) share their specialisation constants up to
-  // MODE, which the op appends, and their first bindings: the table, the timestamps, Q~ and K~
-  // and the per-token norms where the mechanism reads them.
-  virtual gpu::SpecConstants readout_spec(const AttentionParams& p) const = 0;
+  // The readout kernels (<key>_probe, <key>_tomography) share their specialisation constants
+  // (the mechanism's kernel_ids.h readout ids; `mode` selects what they compute) and their first
+  // bindings: the table, the timestamps, Q~ and K~ and the per-token norms where the mechanism
+  // reads them.
+  virtual gpu::SpecConstants readout_spec(const AttentionParams& p, uint32_t mode) const = 0;
   virtual std::vector<gpu::Binding> readout_inputs(const ops::AttentionWeightsGpu& w, const ops::AttentionCache& c,
                                                    const gpu::Buffer& timestamps) const = 0;
   // Per-head curves on the GPU (ops/rfa_probe.hpp record_rfa_curves); unsupported by default.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "kernel_ids.h"
 #include "model/limits.hpp"
 #include "mechanisms/mechanism.hpp"
 #include "push_layouts.h"
@@ -453,12 +454,12 @@ Status record_rfa_rotate(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   RFA_TRY(check_phase(p, cache));
   if (accumulated(p))
     RFA_TRY(record_rfa_phase_scan(ctx, rec, w, cache, AttentionSpan{span.pos0, n_new, *positions, span.token_ids}));
-  // constant_id 0: D, 1: IN_NORM, 2: PHASE, 3: ROTATE_V, 4: UNIT, 5: MAG_EPS
   gpu::SpecConstants spec;
   // The mechanism's UNIT mode: unit directions and log-magnitudes (RT-RFA, docs/variant-rt.md §3.1).
   const mech::Mechanism& m = mech::mechanism_of(p);
-  spec.u32(D).flag(p.sw.complex_input_norm).u32((uint32_t)p.phase).flag(p.sw.stationary_values)
-      .flag(m.unit_directions()).f32(m.magnitude_eps(p));
+  spec.set(kRotD, D).set_flag(kRotInNorm, p.sw.complex_input_norm).set(kRotPhase, (uint32_t)p.phase)
+      .set_flag(kRotRotateV, p.sw.stationary_values).set_flag(kRotUnit, m.unit_directions())
+      .set_f32(kRotMagEps, m.magnitude_eps(p));
   auto pipe = ctx.pipelines().get<RotatePush>(cache.kv_f16 ? "rfa_rotate_kv16" : "rfa_rotate", spec);
   if (!pipe) return pipe.status();
   const RotatePush push{B, n_new, cache.capacity, H};
@@ -479,9 +480,9 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
     return make_error(Code::invalid_argument, "rfa lag table: cache heads differ from the layer's");
   // Mechanisms without a lag table form every pair's terms (table_lags stays 0).
   if (!mech::mechanism_of(p).uses_lag_table()) return Status::Ok();
-  // constant_id 0: COV, 1: BIAS, 2: PREC
   gpu::SpecConstants spec;
-  spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
+  spec.set(kLagCov, (uint32_t)p.sw.covariance).set(kLagBias, (uint32_t)p.sw.additive_bias)
+      .set(kLagPrec, (uint32_t)p.sw.precision);
   auto pipe = ctx.pipelines().get<CurvesPush>("rfa_lag_table", spec);
   if (!pipe) return pipe.status();
   const CurvesPush push{cache.capacity, cache.heads};  // the same (n_lags, heads) as rfa_curves
@@ -526,19 +527,19 @@ Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   // rotation (e^{i omega s} belongs to the omega t clock).
   const bool counter_rotate = sw.counter_rotate && sw.stationary_values;
   const bool shift_rotation = sw.shift_rotation && !accumulated(p);
-  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL, 9: COV, 10: BIAS,
-  // 11: PREC, 12: ROBUST, 13: FULL_RESID, 14: COUNTER_ROT, 15: SHIFT_ROT, 16: GATE, 17: OUT_NORM,
-  // 18: DIRECT_KV, 19: SPLIT, 20: PHASE
+  // The layer's switches (shared by the kernel and its reduce), then the tiling's shape.
   auto switches = [&](gpu::SpecConstants& spec) {
-    spec.flag(sw.causal).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
-        .flag(sw.robust).flag(sw.full_residual).flag(counter_rotate).flag(shift_rotation).flag(sw.gate)
-        .flag(sw.complex_output_norm);
+    spec.set_flag(kAttnCausal, sw.causal).set(kAttnCov, (uint32_t)sw.covariance).set(kAttnBias, (uint32_t)sw.additive_bias)
+        .set(kAttnPrec, (uint32_t)sw.precision).set_flag(kAttnRobust, sw.robust).set_flag(kAttnFullResid, sw.full_residual)
+        .set_flag(kAttnCounterRot, counter_rotate).set_flag(kAttnShiftRot, shift_rotation).set_flag(kAttnGate, sw.gate)
+        .set_flag(kAttnOutNorm, sw.complex_output_norm).set(kAttnSplit, t.splits).set(kAttnPhase, (uint32_t)p.phase);
   };
   gpu::SpecConstants spec;
-  spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
-      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1);
+  spec.set(kAttnWG, t.workgroup).set(kAttnBQ, t.rows_per_group).set(kAttnS, t.threads_per_row)
+      .set(kAttnBK, t.keys_per_tile).set(kAttnD, D).set(kAttnDC, t.merge_chunk)
+      .set(kAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1)
+      .set(kAttnFIN, t.threads_per_row > 1 ? t.rows_per_group * D : 1).set_flag(kAttnDirectKv, t.direct_kv);
   switches(spec);
-  spec.flag(t.direct_kv).u32(t.splits).u32((uint32_t)p.phase);
   auto pipe = ctx.pipelines().get<AttentionPush>(attention_kernel_name("rfa_attention", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};
@@ -553,13 +554,13 @@ Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
   if (t.splits == 1) return Status::Ok();
   // Split-k reduce: one thread per row merges its splits and runs the epilogue.
   gpu::SpecConstants rspec;
-  rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(merge_chunk_for(D)).u32(1).u32(1);
+  rspec.set(kAttnWG, 64).set(kAttnBQ, 64).set(kAttnS, 1).set(kAttnBK, 4).set(kAttnD, D).set(kAttnDC, merge_chunk_for(D))
+      .set(kAttnRED, 1).set(kAttnFIN, 1).set_flag(kAttnDirectKv, false);
   switches(rspec);
-  rspec.flag(false).u32(t.splits).u32((uint32_t)p.phase);
   auto reduce = ctx.pipelines().get<AttentionPush>("rfa_attention_reduce", rspec);
   if (!reduce) return reduce.status();
   std::vector<gpu::Binding> rb = bindings;
-  rb[17] = gpu::in(cache.partials);
+  rb[kAttnBindPartials] = gpu::in(cache.partials);
   rec.dispatch(*reduce, rb, push, gpu::workgroups(n_new, 64), H, B, "rfa_attention_reduce");
   return Status::Ok();
 }

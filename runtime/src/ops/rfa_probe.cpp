@@ -37,8 +37,7 @@ Status dispatch_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeig
                       const gpu::Buffer& timestamps, uint32_t mode, const ProbePush& push, uint64_t threads,
                       gpu::Buffer& out0, gpu::Buffer& out1) {
   const mech::Mechanism& m = mech::mechanism_of(w.params());
-  gpu::SpecConstants spec = m.readout_spec(w.params());
-  spec.u32(mode);
+  const gpu::SpecConstants spec = m.readout_spec(w.params(), mode);
   const std::string kernel = std::string(m.key()) + "_probe";
   auto pipe = ctx.pipelines().get<ProbePush>((c.kv_f16 ? kernel + "_kv16" : kernel).c_str(), spec);
   if (!pipe) return pipe.status();

@@ -21,8 +21,7 @@ using shader::TomographyPush;
 // The layer's mechanism's tomography shader (<key>_tomography) in `mode`.
 Result<gpu::Kernel<TomographyPush>> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
   const mech::Mechanism& m = mech::mechanism_of(p);
-  gpu::SpecConstants spec = m.readout_spec(p);
-  spec.u32(mode);
+  const gpu::SpecConstants spec = m.readout_spec(p, mode);
   const std::string kernel = std::string(m.key()) + "_tomography";
   return ctx.pipelines().get<TomographyPush>((kv_f16 ? kernel + "_kv16" : kernel).c_str(), spec);
 }

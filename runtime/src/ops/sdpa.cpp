@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "kernel_ids.h"
 #include "push_layouts.h"
 
 namespace rfa::ops {
@@ -19,12 +20,13 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
   if (out.size < (uint64_t)B * n_new * 2 * H * D * 4)
     return make_error(Code::invalid_argument, "sdpa: output smaller than [B*n_new, 2*H*D]");
   const AttentionTiling t = choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity);
-  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: DC, 6: RED, 7: FIN, 8: CAUSAL (as rfa_attention),
-  // 9: DIRECT_KV, 10: SPLIT
+  using namespace shader;  // the ids: kernel_ids.h
   gpu::SpecConstants spec;
-  spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D).u32(t.merge_chunk)
-      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1).u32(t.threads_per_row > 1 ? t.rows_per_group * D : 1)
-      .flag(causal).flag(t.direct_kv).u32(t.splits);
+  spec.set(kAttnWG, t.workgroup).set(kAttnBQ, t.rows_per_group).set(kAttnS, t.threads_per_row)
+      .set(kAttnBK, t.keys_per_tile).set(kAttnD, D).set(kAttnDC, t.merge_chunk)
+      .set(kAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1)
+      .set(kAttnFIN, t.threads_per_row > 1 ? t.rows_per_group * D : 1).set_flag(kAttnCausal, causal)
+      .set_flag(kSdpaDirectKv, t.direct_kv).set(kSdpaSplit, t.splits);
   auto pipe = ctx.pipelines().get<shader::AttentionPush>(attention_kernel_name("sdpa", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const shader::AttentionPush push{n_new, cache.capacity, H, cache.window,
@@ -36,11 +38,12 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
   rec.dispatch(*pipe, bindings, push, t.groups_x, H, B, "sdpa");
   if (t.splits > 1) {
     gpu::SpecConstants rspec;  // the reduce pass: one thread per row
-    rspec.u32(64).u32(64).u32(1).u32(4).u32(D).u32(merge_chunk_for(D)).u32(1).u32(1).flag(causal).flag(false)
-        .u32(t.splits);
+    rspec.set(kAttnWG, 64).set(kAttnBQ, 64).set(kAttnS, 1).set(kAttnBK, 4).set(kAttnD, D)
+        .set(kAttnDC, merge_chunk_for(D)).set(kAttnRED, 1).set(kAttnFIN, 1).set_flag(kAttnCausal, causal)
+        .set_flag(kSdpaDirectKv, false).set(kSdpaSplit, t.splits);
     auto reduce = ctx.pipelines().get<shader::AttentionPush>("sdpa_reduce", rspec);
     if (!reduce) return reduce.status();
-    bindings[7] = gpu::in(cache.partials);
+    bindings[kSdpaBindPartials] = gpu::in(cache.partials);
     rec.dispatch(*reduce, bindings, push, gpu::workgroups(n_new, 64), H, B, "sdpa_reduce");
   }
   return Status::Ok();

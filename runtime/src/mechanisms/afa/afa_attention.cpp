@@ -4,8 +4,9 @@
 #include <cmath>
 #include <string>
 
-#include "gpu/pipeline.hpp"
 #include "afa_layer_table.h"
+#include "gpu/pipeline.hpp"
+#include "kernel_ids.h"
 #include "model/physics.hpp"
 #include "push_layouts.h"
 
@@ -133,14 +134,14 @@ Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
     return make_error(Code::invalid_argument, "afa attention: buffer 'out' holds " + std::to_string(out.size) +
                                                   " bytes, " + std::to_string(out_bytes) + " needed");
   const AttentionTiling t = choose_afa_tiling(ctx.caps(), ctx.kernels(), n_new, D, cache.capacity);
-  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: CAUSAL, 6: PREC, 7: UNITARY, 8: MIX, 9: DIRECT_KV,
-  // 10: PCHAN, 11: KV_TILE, 12: DC, 13: RED
+  using namespace shader;  // the ids: kernel_ids.h
   const AfaLayerParams& f = p.afa;
   gpu::SpecConstants spec;
-  spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D)
-      .flag(p.sw.causal).u32((uint32_t)f.precision).flag(f.unitary).flag(f.mix).flag(t.direct_kv)
-      .u32((uint32_t)f.precision_channel).u32(t.direct_kv ? 1 : t.keys_per_tile * D).u32(t.merge_chunk)
-      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1);
+  spec.set(kAfaAttnWG, t.workgroup).set(kAfaAttnBQ, t.rows_per_group).set(kAfaAttnS, t.threads_per_row)
+      .set(kAfaAttnBK, t.keys_per_tile).set(kAfaAttnD, D).set_flag(kAfaAttnCausal, p.sw.causal)
+      .set(kAfaAttnPrec, (uint32_t)f.precision).set_flag(kAfaAttnUnitary, f.unitary).set_flag(kAfaAttnMix, f.mix)
+      .set_flag(kAfaAttnDirectKv, t.direct_kv).set(kAfaAttnPchan, (uint32_t)f.precision_channel).set(kAfaAttnKvTile, t.direct_kv ? 1 : t.keys_per_tile * D)
+      .set(kAfaAttnDC, t.merge_chunk).set(kAfaAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1);
   auto pipe = ctx.pipelines().get<AttentionPush>(cache.kv_f16 ? "afa_attention_kv16" : "afa_attention", spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};

@@ -12,6 +12,7 @@
 #include "model/config.hpp"
 #include "model/physics.hpp"
 #include "model/tensor_reader.hpp"
+#include "kernel_ids.h"
 
 namespace rfa::mech {
 
@@ -152,12 +153,12 @@ class AfaMechanism final : public Mechanism {
 
   // AFA's pair logit against the row statistics the fused kernel wrote; A is the mean decayed mass
   // (docs/variant-afa.md §11).
-  gpu::SpecConstants readout_spec(const AttentionParams& p) const override {
+  gpu::SpecConstants readout_spec(const AttentionParams& p, uint32_t mode) const override {
     const AfaLayerParams& f = p.afa;
-    // constant_id 0: D, 1: CAUSAL, 2: PREC, 3: UNITARY, 4: PCHAN (5: MODE)
+    using namespace shader;
     gpu::SpecConstants spec;
-    spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)f.precision).flag(f.unitary)
-        .u32((uint32_t)f.precision_channel);
+    spec.set(kAfaReadD, (uint32_t)p.dim).set_flag(kAfaReadCausal, p.sw.causal).set(kAfaReadPrec, (uint32_t)f.precision)
+        .set_flag(kAfaReadUnitary, f.unitary).set(kAfaReadPchan, (uint32_t)f.precision_channel).set(kAfaReadMode, mode);
     return spec;
   }
 

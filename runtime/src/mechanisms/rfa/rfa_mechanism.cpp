@@ -12,6 +12,7 @@
 #include "model/config.hpp"
 #include "model/physics.hpp"
 #include "model/tensor_reader.hpp"
+#include "kernel_ids.h"
 #include "ops/rfa_probe.hpp"
 #include "push_layouts.h"
 #include "rfa_head_table.h"
@@ -230,12 +231,14 @@ class RfaMechanism final : public Mechanism {
     return ops::record_rfa_kernel(ctx, rec, w, cache, timestamps, v_rotate, out, span);
   }
 
-  gpu::SpecConstants readout_spec(const AttentionParams& p) const override {
+  gpu::SpecConstants readout_spec(const AttentionParams& p, uint32_t mode) const override {
+    using namespace shader;
     const AttentionSwitches& sw = p.sw;
-    // constant_id 0: D, 1: COV, 2: BIAS, 3: PREC, 4: ROBUST, 5: FULL_RESID, 6: CAUSAL (7: MODE)
     gpu::SpecConstants spec;
-    spec.u32((uint32_t)p.dim).u32((uint32_t)sw.covariance).u32((uint32_t)sw.additive_bias).u32((uint32_t)sw.precision)
-        .flag(sw.robust).flag(sw.full_residual).flag(sw.causal);
+    spec.set(kRfaReadD, (uint32_t)p.dim).set(kRfaReadCov, (uint32_t)sw.covariance)
+        .set(kRfaReadBias, (uint32_t)sw.additive_bias).set(kRfaReadPrec, (uint32_t)sw.precision)
+        .set_flag(kRfaReadRobust, sw.robust).set_flag(kRfaReadFullResid, sw.full_residual)
+        .set_flag(kRfaReadCausal, sw.causal).set(kRfaReadMode, mode);
     return spec;
   }
 
@@ -252,9 +255,10 @@ class RfaMechanism final : public Mechanism {
     if (n == 0) return Status::Ok();
     if (lags.size < (uint64_t)n_lags * 4 || out.size < n * 4 * 4)
       return make_error(Code::invalid_argument, "rfa curves: lags must hold n_lags floats and out heads*4*n_lags");
-    // constant_id 0: COV, 1: BIAS, 2: PREC
+    using namespace shader;
     gpu::SpecConstants spec;
-    spec.u32((uint32_t)p.sw.covariance).u32((uint32_t)p.sw.additive_bias).u32((uint32_t)p.sw.precision);
+    spec.set(kLagCov, (uint32_t)p.sw.covariance).set(kLagBias, (uint32_t)p.sw.additive_bias)
+        .set(kLagPrec, (uint32_t)p.sw.precision);
     auto pipe = ctx.pipelines().get<shader::CurvesPush>("rfa_curves", spec);
     if (!pipe) return pipe.status();
     const shader::CurvesPush push{n_lags, (uint32_t)p.heads};

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gpu/pipeline.hpp"
+#include "kernel_ids.h"
 #include "mechanisms/afa/afa_attention.hpp"
 #include "model/physics.hpp"
 #include "push_layouts.h"
@@ -87,13 +88,13 @@ Status record_rt_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWei
                                                     std::to_string(b->size) + " bytes, " + std::to_string(bytes) +
                                                     " needed");
   const AttentionTiling t = choose_rt_tiling(ctx.caps(), ctx.kernels(), n_new, D, cache.capacity);
-  // constant_id 0: WG, 1: BQ, 2: S, 3: BK, 4: D, 5: CAUSAL, 6: COV, 7: KERNEL, 8: DIRECT_KV, 9: KV_TILE,
-  // 10: DC, 11: RED
+  using namespace shader;  // the ids: kernel_ids.h
   gpu::SpecConstants spec;
-  spec.u32(t.workgroup).u32(t.rows_per_group).u32(t.threads_per_row).u32(t.keys_per_tile).u32(D)
-      .flag(p.sw.causal).u32((uint32_t)p.rt.covariance).u32((uint32_t)p.rt.kernel).flag(t.direct_kv)
-      .u32(t.direct_kv ? 1 : t.keys_per_tile * D).u32(t.merge_chunk)
-      .u32(t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1);
+  spec.set(kRtAttnWG, t.workgroup).set(kRtAttnBQ, t.rows_per_group).set(kRtAttnS, t.threads_per_row).set(kRtAttnBK, t.keys_per_tile)
+      .set(kRtAttnD, D).set_flag(kRtAttnCausal, p.sw.causal).set(kRtAttnCov, (uint32_t)p.rt.covariance)
+      .set(kRtAttnKernel, (uint32_t)p.rt.kernel).set_flag(kRtAttnDirectKv, t.direct_kv)
+      .set(kRtAttnKvTile, t.direct_kv ? 1 : t.keys_per_tile * D).set(kRtAttnDC, t.merge_chunk)
+      .set(kRtAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1);
   auto pipe = ctx.pipelines().get<AttentionPush>(cache.kv_f16 ? "rt_attention_kv16" : "rt_attention", spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};

@@ -11,6 +11,7 @@
 #include "model/config.hpp"
 #include "model/physics.hpp"
 #include "model/tensor_reader.hpp"
+#include "kernel_ids.h"
 
 namespace rfa::mech {
 
@@ -120,10 +121,11 @@ class RtMechanism final : public Mechanism {
   }
 
   // RT's pair logit against the row statistics the fused kernel wrote; A = Ahat.
-  gpu::SpecConstants readout_spec(const AttentionParams& p) const override {
-    // constant_id 0: D, 1: CAUSAL, 2: COV, 3: KERNEL (4: MODE)
+  gpu::SpecConstants readout_spec(const AttentionParams& p, uint32_t mode) const override {
+    using namespace shader;
     gpu::SpecConstants spec;
-    spec.u32((uint32_t)p.dim).flag(p.sw.causal).u32((uint32_t)p.rt.covariance).u32((uint32_t)p.rt.kernel);
+    spec.set(kRtReadD, (uint32_t)p.dim).set_flag(kRtReadCausal, p.sw.causal).set(kRtReadCov, (uint32_t)p.rt.covariance)
+        .set(kRtReadKernel, (uint32_t)p.rt.kernel).set(kRtReadMode, mode);
     return spec;
   }
 
