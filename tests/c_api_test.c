@@ -166,6 +166,22 @@ int main(int argc, char** argv) {
     rfa_context_options_from_environment(&o);
     CHECK(o.device == NULL && o.attention_split_k == 3 && o.linear_kernel && strcmp(o.linear_kernel, "gemv") == 0);
     CHECK(set_variable("RFA_ATTN_SPLIT_K", "") == 0 && set_variable("RFA_LINEAR_KERNEL", "") == 0);
+    /* The lowered limits reach the device's view: 4 storage buffers per stage packs the kernels'
+     * bindings, as on the Android baseline; the storage-buffer range is lowered too. */
+    rfa_context_options_default(&o);
+    CHECK(o.capture_pipeline_statistics == 0 && o.max_storage_buffer_range == 0 && o.max_storage_buffers_per_stage == 0);
+    o.validation = test_validation();
+    o.max_storage_buffers_per_stage = 4;
+    o.max_storage_buffer_range = 64u << 20;
+    o.capture_pipeline_statistics = 1;
+    CHECK(rfa_context_create_ex(&o, &other) == RFA_OK && other);
+    const char* caps = other ? rfa_context_capabilities(other) : NULL;
+    CHECK(caps && strstr(caps, "storage buffers: 4 per stage") != NULL);
+    CHECK(caps && strstr(caps, "range 67108864 bytes") != NULL);
+    CHECK(caps && strstr(caps, "bindings: packed") != NULL);
+    rfa_context_destroy(other);
+    other = NULL;
+    CHECK(rfa_context_capabilities(NULL) == NULL && strstr(rfa_last_error(), "ctx is NULL") != NULL);
   }
 
   rfa_model* model = NULL;

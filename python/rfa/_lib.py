@@ -84,7 +84,9 @@ class ContextOptions(ctypes.Structure):
     _fields_ = [("device", c_char_p), ("validation", c_int), ("device_profile", c_char_p),
                 ("memory_budget", ctypes.c_uint64), ("timestamps", c_int), ("linear_kernel", c_char_p)] + \
                [(n, c_int) for n in ("attention_direct_kv", "attention_lag_table", "attention_split_k", "attention_tile",
-                                     "attention_f16_math", "attention_coopmat", "push_descriptors")]
+                                     "attention_f16_math", "attention_coopmat", "push_descriptors",
+                                     "capture_pipeline_statistics")] + \
+               [("max_storage_buffer_range", ctypes.c_uint64), ("max_storage_buffers_per_stage", ctypes.c_uint32)]
 
 
 def context_options_from_environment(options, environ=None):
@@ -185,6 +187,7 @@ _PROTOTYPES = {
     "rfa_context_create_ex": (c_int, [P(ContextOptions), P(c_void_p)]),
     "rfa_context_destroy": (None, [c_void_p]),
     "rfa_context_validation_messages": (ctypes.c_uint64, [c_void_p]),
+    "rfa_context_capabilities": (c_char_p, [c_void_p]),
     "rfa_context_device": (c_int, [c_void_p, P(c_char_p), P(c_char_p)]),
     "rfa_model_load": (c_int, [c_char_p, P(c_void_p)]),
     "rfa_model_destroy": (None, [c_void_p]),

@@ -63,6 +63,12 @@ class Context:
         self.device_type = _lib.text(kind.value)
 
     @property
+    def capabilities(self):
+        """The device's limits and features as the runtime sees them, the binding mode and the attention
+        paths it would take (rfa::Context::capabilities_summary), as text."""
+        return _lib.text(_lib.lib().rfa_context_capabilities(self._h))
+
+    @property
     def validation_messages(self):
         """Warnings and errors the Vulkan validation layer reported on this context so far."""
         return int(_lib.lib().rfa_context_validation_messages(self._h))

@@ -200,6 +200,7 @@ def test_the_package_reads_the_rfa_variables_itself_and_the_library_none(monkeyp
     assert (o.device, o.validation, o.device_profile, o.linear_kernel) == (b"llvmpipe", 1, b"intel-uhd-620", b"gemv")
     assert (o.attention_split_k, o.attention_tile, o.attention_coopmat, o.push_descriptors) == (4, 0, 2, 0)
     assert o.attention_direct_kv == -1
+    assert (o.capture_pipeline_statistics, o.max_storage_buffer_range, o.max_storage_buffers_per_stage) == (0, 0, 0)
     # An explicit device wins over RFA_DEVICE; a device the environment names that does not exist is
     # refused with the runtime's message (the variable reached the library through the options).
     monkeypatch.setenv("RFA_DEVICE", "no-such-gpu-anywhere")
@@ -207,4 +208,5 @@ def test_the_package_reads_the_rfa_variables_itself_and_the_library_none(monkeyp
         rfa.Context()
     assert "no-such-gpu-anywhere" in e.value.message
     c = rfa.Context(device=0, validation=False)
+    assert "storage buffers: " in c.capabilities and "attention, prefill 4096: " in c.capabilities
     c.close()

@@ -55,7 +55,10 @@ RFA_API rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physi
  * heaps), timestamps 1, and every kernel choice the device's own (linear_kernel NULL, the
  * attention_* fields -1, push_descriptors 1). linear_kernel: "tiled", "gemv" or "direct";
  * attention_direct_kv, _lag_table, _tile, _f16_math: 0 or 1; attention_split_k: n ways;
- * attention_coopmat: 0, 1 or 2 (rfa/context.hpp's KernelOptions). Strings are copied. */
+ * attention_coopmat: 0, 1 or 2 (rfa/context.hpp's KernelOptions). capture_pipeline_statistics 0
+ * (1: ask the driver for per-pipeline statistics); max_storage_buffer_range and
+ * max_storage_buffers_per_stage 0 (the device's; a lower value lowers that limit, as
+ * rfa::ContextOptions does: below what a kernel binds, bindings are packed). Strings are copied. */
 typedef struct rfa_context_options {
   const char* device;
   int validation;
@@ -66,6 +69,9 @@ typedef struct rfa_context_options {
   int attention_direct_kv, attention_lag_table, attention_split_k, attention_tile, attention_f16_math,
       attention_coopmat;
   int push_descriptors;
+  int capture_pipeline_statistics;
+  uint64_t max_storage_buffer_range;
+  uint32_t max_storage_buffers_per_stage;
 } rfa_context_options;
 RFA_API void rfa_context_options_default(rfa_context_options* o);
 RFA_API rfa_status rfa_context_create_ex(const rfa_context_options* options, rfa_context** out);
@@ -74,6 +80,11 @@ RFA_API rfa_status rfa_context_adopt_ex(VkInstance instance, VkPhysicalDevice ph
                                         VkQueue queue, uint32_t queue_family, const rfa_context_options* options,
                                         rfa_context** out);
 RFA_API void rfa_context_destroy(rfa_context* ctx);
+/* The device's limits and features as the runtime sees them (after any profile and lowered
+ * limit), the binding mode and the attention paths it would take: rfa::Context::capabilities_summary.
+ * Valid until the next call of this function on the same thread; NULL (with rfa_last_error) for a
+ * NULL context. */
+RFA_API const char* rfa_context_capabilities(const rfa_context* ctx);
 /* Validation messages of warning/error severity seen by this context. */
 RFA_API uint64_t rfa_context_validation_messages(const rfa_context* ctx);
 

@@ -40,6 +40,9 @@ rfa::ContextOptions to_cpp(const rfa_context_options& c) {
   o.kernels.attention_f16_math = c.attention_f16_math;
   o.kernels.attention_coopmat = c.attention_coopmat;
   o.kernels.push_descriptors = c.push_descriptors != 0;
+  o.capture_pipeline_statistics = c.capture_pipeline_statistics != 0;
+  o.max_storage_buffer_range = c.max_storage_buffer_range;
+  o.max_storage_buffers_per_stage = c.max_storage_buffers_per_stage;
   return o;
 }
 
@@ -93,6 +96,9 @@ void rfa_context_options_default(rfa_context_options* o) {
   o->attention_f16_math = d.kernels.attention_f16_math;
   o->attention_coopmat = d.kernels.attention_coopmat;
   o->push_descriptors = d.kernels.push_descriptors ? 1 : 0;
+  o->capture_pipeline_statistics = d.capture_pipeline_statistics ? 1 : 0;
+  o->max_storage_buffer_range = d.max_storage_buffer_range;
+  o->max_storage_buffers_per_stage = d.max_storage_buffers_per_stage;
 }
 
 
@@ -140,6 +146,16 @@ rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physical_devi
 }
 
 void rfa_context_destroy(rfa_context* ctx) { delete ctx; }
+
+const char* rfa_context_capabilities(const rfa_context* ctx) {
+  if (!ctx) {
+    invalid("ctx is NULL");
+    return nullptr;
+  }
+  thread_local std::string summary;
+  summary = ctx->ctx->capabilities_summary();
+  return summary.c_str();
+}
 
 uint64_t rfa_context_validation_messages(const rfa_context* ctx) {
   return ctx ? ctx->ctx->validation_message_count() : 0;
