@@ -99,6 +99,25 @@ class Mechanism {
   Status unsupported(const char* what) const;
 };
 
+// Kernel curves at `lags` from one lag's point (decay, vcov, precision, bias): what each mechanism's
+// curves() builds from its own lag terms.
+struct CurvePoint {
+  double decay = 0, vcov = 0, precision = 0, bias = 0;
+};
+template <class PointAt>
+KernelCurves curves_at(const std::vector<double>& lags, PointAt point_at) {
+  KernelCurves k;
+  k.lags = lags;
+  for (double lag : lags) {
+    const CurvePoint c = point_at(lag);
+    k.decay.push_back(c.decay);
+    k.vcov.push_back(c.vcov);
+    k.precision.push_back(c.precision);
+    k.bias.push_back(c.bias);
+  }
+  return k;
+}
+
 // The mechanism of a variant / of a layer's parameters (an unknown variant: nullptr).
 const Mechanism* find_mechanism(AttentionVariant v);
 // The mechanism of a variant, of a layer's parameters; the variant must be known

@@ -57,16 +57,10 @@ class AfaMechanism final : public Mechanism {
   }
 
   KernelCurves curves(const AttentionParams& p, int head, const std::vector<double>& lags) const override {
-    KernelCurves k;
-    k.lags = lags;
-    for (double lag : lags) {
+    return curves_at(lags, [&](double lag) {
       const physics::AfaLagTerms t = physics::afa_lag_terms(p, head, lag);
-      k.decay.push_back(t.mean_decay);
-      k.vcov.push_back(t.vC);
-      k.precision.push_back(t.precision);
-      k.bias.push_back(t.bias);
-    }
-    return k;
+      return CurvePoint{t.mean_decay, t.vC, t.precision, t.bias};
+    });
   }
 
   // Short enough for one line of the viewer's regimes table: d/i/B counts the channels that are

@@ -116,16 +116,10 @@ class RfaMechanism final : public Mechanism {
   Status check_params(const AttentionParams&) const override { return Status::Ok(); }
 
   KernelCurves curves(const AttentionParams& p, int head, const std::vector<double>& lags) const override {
-    KernelCurves k;
-    k.lags = lags;
-    for (double lag : lags) {
+    return curves_at(lags, [&](double lag) {
       const physics::LagTerms t = physics::lag_terms(p, head, lag);
-      k.decay.push_back(t.E);
-      k.vcov.push_back(t.vcov);
-      k.precision.push_back(t.P);
-      k.bias.push_back(t.B);
-    }
-    return k;
+      return CurvePoint{t.E, t.vcov, t.P, t.B};
+    });
   }
 
   std::string head_terms(const AttentionParams& p, int) const override {

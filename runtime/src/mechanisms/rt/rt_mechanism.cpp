@@ -52,16 +52,10 @@ class RtMechanism final : public Mechanism {
   }
 
   KernelCurves curves(const AttentionParams& p, int head, const std::vector<double>& lags) const override {
-    KernelCurves k;
-    k.lags = lags;
-    for (double lag : lags) {
+    return curves_at(lags, [&](double lag) {
       const physics::RtLagTerms t = physics::rt_lag_terms(p, head, lag);
-      k.decay.push_back(t.decay);
-      k.vcov.push_back(t.S);
-      k.precision.push_back(std::exp(t.log_P));
-      k.bias.push_back(t.bias);
-    }
-    return k;
+      return CurvePoint{t.decay, t.S, std::exp(t.log_P), t.bias};
+    });
   }
 
   // RT decays neither weights nor values: its A is Ahat (docs/variant-rt.md §10).
