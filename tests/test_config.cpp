@@ -259,6 +259,11 @@ TEST_CASE("the AFA keys: variant, score covariance, switches, eps and horizon") 
   CHECK(expect_ok(cfg("lm", R"("attention_variant": "afa", "afa_precision": "weighted")")).afa_precision ==
         AfaPrecision::weighted);
   expect_error(cfg("lm", R"("attention_variant": "rwkv")"), {"attention_variant", "\"rwkv\""});
+  // The names come from the registered mechanisms, one list for the config and the public name.
+  expect_error(cfg("lm", R"("attention_variant": "RT")"), {"attention_variant", R"(expected "rfa", "afa" or "rt")"});
+  CHECK(std::string(attention_variant_name(AttentionVariant::rt)) == "RT-RFA");
+  CHECK(std::string(attention_variant_name(AttentionVariant::afa)) == "AFA");
+  CHECK(std::string(attention_variant_name((AttentionVariant)7)) == "?");
   expect_error(cfg("lm", R"("afa_precision": "sum")"), {"afa_precision", "channel_sum"});
   expect_error(cfg("lm", R"("n_heads": 2, "d_k_total": 8, "d_v_total": 8, "afa_precision_channel": 4)"),
                {"afa_precision_channel", "[0, 3]"});

@@ -37,10 +37,6 @@ ImVec4 regime_color(rfa::Regime r) {
   }
 }
 
-const char* mechanism(rfa::AttentionVariant v) {
-  return v == rfa::AttentionVariant::afa ? "AFA" : v == rfa::AttentionVariant::rt ? "RT-RFA" : "RFA";
-}
-
 std::string finite_or_dash(double v, const char* fmt) {
   if (!std::isfinite(v)) return "-";
   char b[32];
@@ -70,7 +66,7 @@ std::vector<std::string> App::regime_cells(const rfa::HeadSummary& h, int D) {
           num(h.omega_min) + ".." + num(h.omega_max), num(h.regime.stationary_variance), num(h.params.eta2),
           num(h.params.gamma2), num(h.params.nu / std::max(D, 1)), num(h.params.kappa), num(h.params.tau),
           num(h.params.lag_shift), num(h.regime.alpha), num(h.regime.beta), rfa::regime_name(h.regime.regime),
-          mechanism(h.variant), h.terms};
+          rfa::attention_variant_name(h.variant), h.terms};
 }
 
 struct Panels {
@@ -130,7 +126,7 @@ struct Panels {
     }
     ImGui::TextWrapped("%s: %s, %d x %d heads, D = %d, %s", a.info_.name.c_str(), a.info_.architecture.c_str(),
                        a.info_.layers, a.info_.heads, a.info_.head_dim,
-                       a.heads_.empty() ? "RFA" : mechanism(a.heads_[0].variant));
+                       a.heads_.empty() ? "RFA" : rfa::attention_variant_name(a.heads_[0].variant));
     const int W = a.session_->window();
     if (W > 0) ImGui::TextWrapped("position %d, window %d", a.position(), W);
     else ImGui::TextWrapped("position %d / %d", a.position(), a.session_->max_context());
@@ -337,7 +333,7 @@ struct Panels {
       if (ImGui::InvisibleButton("thumb", {s, s})) a.head_ = h, a.maps_dirty_ = true;
       ImGui::PopID();
       const auto& hs = a.heads_[(size_t)(a.layer_ * a.info_.heads + h)];
-      ImGui::Text("%sh%d %s", h == a.head_ ? ">" : "", h, mechanism(hs.variant));
+      ImGui::Text("%sh%d %s", h == a.head_ ? ">" : "", h, rfa::attention_variant_name(hs.variant));
       ImGui::TextColored(regime_color(hs.regime.regime), "%s", rfa::regime_name(hs.regime.regime));
       ImGui::EndGroup();
     }

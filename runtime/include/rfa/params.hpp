@@ -85,6 +85,8 @@ enum class PhaseSource : uint32_t { omega_t = 0, accumulated_rope = 1, accumulat
 // thesis RFA grew from, in its memory-optimised form (docs/variant-afa.md), or RT-RFA, RFA on the
 // sphere with magnitudes as confidences (docs/variant-rt.md).
 enum class AttentionVariant : uint32_t { rfa = 0, afa = 1, rt = 2 };
+// The mechanism's name ("RFA", "AFA", "RT-RFA"; "?" for an unknown value).
+RFA_API const char* attention_variant_name(AttentionVariant v);
 
 // Where an AFA layer's scalar-per-pair score covariance v^C(l) comes from (docs/variant-afa.md §4).
 enum class AfaPrecision : uint32_t {

@@ -54,3 +54,10 @@ Status Mechanism::record_curves(gpu::Context&, gpu::Recorder&, const ops::Attent
 }
 
 }  // namespace rfa::mech
+
+namespace rfa {
+const char* attention_variant_name(AttentionVariant v) {
+  const mech::Mechanism* m = mech::find_mechanism(v);
+  return m ? m->name() : "?";
+}
+}  // namespace rfa
