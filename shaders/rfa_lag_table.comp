@@ -5,9 +5,10 @@
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint COV = 1;
-layout(constant_id = 1) const uint BIAS = 1;
-layout(constant_id = 2) const uint PREC = 1;
+#include "kernel_ids.h"  // the ids, shared with the op that sets them
+layout(constant_id = kLagCov) const uint COV = 1;
+layout(constant_id = kLagBias) const uint BIAS = 1;
+layout(constant_id = kLagPrec) const uint PREC = 1;
 const bool WANT_VCOV = false;
 
 layout(std430, binding = 0) readonly buffer Hb { float hp[]; };

@@ -12,12 +12,13 @@
 #include "rfa_phase.glsl"
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint D = 32;
-layout(constant_id = 1) const bool IN_NORM = false;  // use_complex_input_norm = 1
-layout(constant_id = 2) const uint PHASE = 0;         // rfa::PhaseSource: 0 omega t, else the phase ring
-layout(constant_id = 3) const bool ROTATE_V = true;   // false: values stored unrotated (Q/K-only rotation)
-layout(constant_id = 4) const bool UNIT = false;      // RT-RFA: unit directions and log-magnitudes
-layout(constant_id = 5) const float MAG_EPS = 1e-6;   // RT-RFA: eps of log(m^2 + eps)
+#include "kernel_ids.h"  // the ids, shared with the op that sets them
+layout(constant_id = kRotD) const uint D = 32;
+layout(constant_id = kRotInNorm) const bool IN_NORM = false;   // use_complex_input_norm = 1
+layout(constant_id = kRotPhase) const uint PHASE = 0;          // rfa::PhaseSource: 0 omega t, else the phase ring
+layout(constant_id = kRotRotateV) const bool ROTATE_V = true;  // false: values stored unrotated (Q/K-only rotation)
+layout(constant_id = kRotUnit) const bool UNIT = false;        // RT-RFA: unit directions and log-magnitudes
+layout(constant_id = kRotMagEps) const float MAG_EPS = 1e-6;   // RT-RFA: eps of log(m^2 + eps)
 
 layout(std430, binding = 0) readonly buffer Wb { vec2 omega[]; };   // (hi, lo) [H*D]
 layout(std430, binding = 1) readonly buffer Gb { float gains[]; };  // [4][H*D]: q, k, v, o

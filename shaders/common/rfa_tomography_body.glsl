@@ -15,14 +15,15 @@
 #include "kv_storage.glsl"
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint D = 32;
-layout(constant_id = 1) const uint COV = 1;
-layout(constant_id = 2) const uint BIAS = 1;
-layout(constant_id = 3) const uint PREC = 1;
-layout(constant_id = 4) const bool ROBUST = true;
-layout(constant_id = 5) const bool FULL_RESID = true;
-layout(constant_id = 6) const bool CAUSAL = true;
-layout(constant_id = 7) const uint MODE = 0;  // 0: row statistics, 1: the matrix P(alpha)
+#include "kernel_ids.h"  // the ids, shared with the op that sets them
+layout(constant_id = kRfaReadD) const uint D = 32;
+layout(constant_id = kRfaReadCov) const uint COV = 1;
+layout(constant_id = kRfaReadBias) const uint BIAS = 1;
+layout(constant_id = kRfaReadPrec) const uint PREC = 1;
+layout(constant_id = kRfaReadRobust) const bool ROBUST = true;
+layout(constant_id = kRfaReadFullResid) const bool FULL_RESID = true;
+layout(constant_id = kRfaReadCausal) const bool CAUSAL = true;
+layout(constant_id = kRfaReadMode) const uint MODE = 0;  // 0: row statistics, 1: the matrix P(alpha)
 const bool WANT_VCOV = false;
 
 layout(std430, binding = 0) readonly buffer Hb { float hp[]; };
