@@ -8,6 +8,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -194,6 +198,18 @@ TEST_CASE("the tiling is data: chosen from the device and the shape, with its re
   CHECK(!t.direct_kv);
   CHECK(t.lag_table);
   CHECK(t.why.find("split-k") != std::string::npos);
+  // Decode key tiles come in whole rounds of the row's threads (thread s takes keys s, s + S, ...),
+  // none idle where a round fits: at D = 32, 32 threads per row and 32-key tiles (the 64-key round
+  // of 64 threads does not fit the 32 KiB cap with rows padded to D | 1).
+  CHECK(t.threads_per_row == 32);
+  CHECK(t.keys_per_tile == 32);
+  for (uint32_t D : {4u, 8u, 12u, 20u, 32u, 40u, 64u, 80u, 128u}) {
+    CAPTURE(D);
+    const auto u = ops::choose_attention_tiling(gpu_caps, none, 1, D, 8, 65536);
+    CHECK(u.workgroup <= 128);
+    CHECK(u.workgroup == u.rows_per_group * u.threads_per_row);
+    if (u.keys_per_tile >= gpu_caps.subgroup_size) CHECK(u.keys_per_tile % u.threads_per_row == 0);
+  }
   // Short context: at least 256 keys per split.
   CHECK(ops::choose_attention_tiling(gpu_caps, none, 1, 32, 8, 1024).splits == 4);
   CHECK(ops::choose_attention_tiling(gpu_caps, none, 1, 32, 8, 300).splits == 1);
@@ -256,4 +272,61 @@ TEST_CASE("row diagnostics over long rows at D = 64 (every key of a row in one t
     rv.push_back(rd.log_partition[i]);
   }
   CHECK_CLOSE_VEC(gv, rv, 1e-4, 1e-4);
+}
+
+namespace {
+// rfa_log2_1p of shaders/common/rfa_lag_kernels.glsl, read from the shader source (its range and
+// its coefficients, highest degree first) and evaluated as the GPU does: fp32 Horner with fma,
+// log2(1 + x) outside the range. Whatever edits the shader, this test reads the edited formula.
+struct Log2_1p {
+  float lo = 0, hi = 0;
+  std::vector<float> coef;  // highest degree first
+  float operator()(float x) const {
+    if (x >= lo && x <= hi) {
+      float s = coef[0];
+      for (size_t i = 1; i < coef.size(); ++i) s = std::fmaf(s, x, coef[i]);
+      return s * x;
+    }
+    return std::log2(1.0f + x);
+  }
+};
+Log2_1p read_log2_1p() {
+  Log2_1p f;
+  std::ifstream in(std::string(RFA_SOURCE_DIR) + "/shaders/common/rfa_lag_kernels.glsl");
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string src = ss.str();
+  const size_t a = src.find("float rfa_log2_1p(float x) {");
+  REQUIRE(a != std::string::npos);
+  const size_t b = src.find("\n}\n", a);
+  const std::string body = src.substr(a, b - a);
+  REQUIRE(std::sscanf(body.c_str() + body.find("if (x >= "), "if (x >= %f && x <= %f)", &f.lo, &f.hi) == 2);
+  size_t p = body.find("float s = ");
+  REQUIRE(p != std::string::npos);
+  f.coef.push_back(std::strtof(body.c_str() + p + 10, nullptr));
+  while ((p = body.find("fma(s, x, ", p + 1)) != std::string::npos) f.coef.push_back(std::strtof(body.c_str() + p + 10, nullptr));
+  return f;
+}
+}  // namespace
+
+TEST_CASE("log(1 + x) of the fused kernels: relative 2^-20 without a division, from 1e-8 to 1e3") {
+  const Log2_1p f = read_log2_1p();
+  REQUIRE(f.coef.size() >= 6);
+  CHECK(f.lo == -0.25f);
+  const double ln2 = std::log(2.0);
+  double worst = 0, at = 0;
+  auto check = [&](float x) {
+    const double want = std::log1p((double)x) / ln2;
+    const double rel = std::fabs((double)f(x) - want) / std::fabs(want);
+    // The natural form the probes use, RFA_LN2 * log2(1 + x): one more rounding.
+    const double nat = std::fabs((double)(0.69314718055994531f * f(x)) - std::log1p((double)x)) / std::fabs(std::log1p((double)x));
+    if (std::max(rel, nat) > worst) worst = std::max(rel, nat), at = x;
+  };
+  for (int k = 0; k <= 220000; ++k) check((float)std::pow(10.0, -8.0 + 11.0 * k / 220000.0));  // [1e-8, 1e3], log grid
+  for (int k = 0; k <= 200000; ++k) check((float)(-0.25 + 1.0 * k / 200000.0));               // the polynomial's range
+  for (float x : {f.lo, f.hi, std::nextafter(f.hi, 1.0f), std::nextafter(f.lo, -1.0f), -1e-8f, 1e-30f, 3e3f})
+    if (x != 0.0f) check(x);
+  MESSAGE("rfa_log2_1p: worst relative error " << worst << " (2^" << std::log2(worst) << ") at x = " << at);
+  CHECK(worst <= std::ldexp(1.0, -20));
 }

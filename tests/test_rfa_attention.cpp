@@ -359,6 +359,10 @@ TEST_CASE("sliding window: a ring smaller than the stream equals the banded caus
   check_window(model("M1", 8, 32), 1, 300, 100, 1, 2);   // t ~ 1e6
   check_window(model("M2", 1, 4), 1, 61, 1, 7, 1);        // each query sees only itself
   check_window(model("M2", 3, 8), 1, 61, 200, 13, 1);     // a window wider than the stream: plain causal
+  // Chunks of more rows than a tile (64) with a window of several key tiles: under the forced tile
+  // (test_rfa_attention_tile) some key tiles lie inside every row's window and skip the mask, the
+  // tiles at the window's edge and on the diagonal apply it.
+  check_window(model("M2", 3, 8), 1, 300, 100, 150, 1);
   // A chunk whose banded keys do not fit the ring is refused before anything runs.
   AttentionParams p = model("M2", 3, 8);
   auto& g = test::gpu();

@@ -109,6 +109,14 @@ layout(std430, binding = 18) readonly buffer THb { vec2 theta[]; };    // (hi, l
 #include "rfa_logit.glsl"
 #endif
 
+#if RFA_SDPA
+const float RFA_LN2 = 0.69314718055994531;
+const float RFA_LOG2E = 1.4426950408889634;
+#endif
+// Minimum keys per split of split-k, counted from the live context (kv_len): fewer splits run
+// than were dispatched while the stream is short (ops::kMinSplitKeys; docs/math.md §9).
+const uint MIN_SPLIT_KEYS = 256;
+
 #include "push_layouts.h"
 layout(push_constant) uniform Push { AttentionPush pc; };
 
@@ -118,8 +126,13 @@ const uint PART_STRIDE = 4 + 2 * D;
 #include "rfa_cache_ring.glsl"
 
 #if !RFA_TILE  // the tile declares its own shared memory (common/attention_tile.glsl)
-shared vec2 sk[BK * D];
-shared vec2 sv[BK * D];
+// Key/value rows padded to an odd number of vec2 (DK): the S threads of a row read keys jj, jj + 1,
+// ... at once, so a row stride of D (64 words at D = 32) put all of them in one bank.
+const uint DK = D | 1u;
+// Components a thread stages at once (a divisor of D): 16 bytes of the cache.
+const uint VW = RFA_KV_F16 != 0 ? (D % 4 == 0 ? 4 : D % 2 == 0 ? 2 : 1) : (D % 2 == 0 ? 2 : 1);
+shared vec2 sk[BK * DK];
+shared vec2 sv[BK * DK];
 #if !RFA_SDPA
 shared float skn[BK];
 shared vec2 st[BK];
@@ -134,17 +147,22 @@ shared vec2 sfin[FIN];
 #if !RFA_SDPA
 // E, B and P of one pair: from the lag table when the float lag is an integer the table covers
 // (identical to lag_terms() of that lag: the table was built by it), else computed.
+// The index is int(lag), taken when it converts back to the same float: exactly the pairs of the
+// test lag >= 0, < table_lags, == floor(lag) (a negative lag wraps past table_lags as a uint), with
+// two conversions instead of floor(), two comparisons and uint().
+LagTerms table_terms(Head P, uint h, float lag, uint idx) {
+  const vec4 e = lag_tab[h * pc.table_lags + idx];
+  LagTerms t;
+  t.dt = lag + P.shift;
+  t.E = e.x;
+  t.B = e.y;
+  t.P = e.z;
+  t.vcov = 1.0;  // not needed by the logit
+  return t;
+}
 LagTerms pair_lag_terms(Head P, uint h, float lag) {
-  if (pc.table_lags > 0 && lag >= 0.0 && lag < float(pc.table_lags) && lag == floor(lag)) {
-    const vec4 e = lag_tab[h * pc.table_lags + uint(lag)];
-    LagTerms t;
-    t.dt = lag + P.shift;
-    t.E = e.x;
-    t.B = e.y;
-    t.P = e.z;
-    t.vcov = 1.0;  // not needed by the logit
-    return t;
-  }
+  const int li = int(lag);
+  if (uint(li) < pc.table_lags && float(li) == lag) return table_terms(P, h, lag, uint(li));
   return lag_terms(P, lag);
 }
 #endif
@@ -159,8 +177,11 @@ void main() {
   const uint rloc = RFA_TILE != 0 ? tid : tid / S, sidx = RFA_TILE != 0 ? 0 : tid % S;
   const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
   // Split-k: workgroup x = query group * SPLIT + split (the reduce pass has one split per x).
-  const uint split = (RFA_REDUCE == 0 && SPLIT > 1) ? gl_WorkGroupID.x % SPLIT : 0;
-  const uint qgroup = (RFA_REDUCE == 0 && SPLIT > 1) ? gl_WorkGroupID.x / SPLIT : gl_WorkGroupID.x;
+  // Causal calls: the heaviest row groups (the last rows see the most keys) first, so that the
+  // long workgroups start early and the short ones fill in at the end (a bijection on x).
+  const uint wgx = (RFA_REDUCE == 0 && CAUSAL) ? gl_NumWorkGroups.x - 1 - gl_WorkGroupID.x : gl_WorkGroupID.x;
+  const uint split = (RFA_REDUCE == 0 && SPLIT > 1) ? wgx % SPLIT : 0;
+  const uint qgroup = (RFA_REDUCE == 0 && SPLIT > 1) ? wgx / SPLIT : wgx;
   const uint q0 = qgroup * BQ;
   const uint qi = q0 + rloc;
   const bool row_live = qi < pc.n_new && rloc < BQ;
@@ -190,7 +211,7 @@ void main() {
       const uint o = (prow + s) * PART_STRIDE;
       const float ms = part[o];
       if (ms == NEG_INF) continue;  // a split without keys
-      const float f = exp(ms - m);
+      const float f = exp2(ms - m);  // m in base 2 (logit log2(e))
       l += part[o + 1] * f;
       for (uint d = 0; d < D; ++d) acc[d] += f * vec2(part[o + 4 + 2 * d], part[o + 5 + 2 * d]);
 #if !RFA_SDPA
@@ -206,8 +227,10 @@ void main() {
   uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the workgroup's first row sees the oldest key
   if (SPLIT > 1) {
     // This split's share of the workgroup's keys, whole tiles each (a split past the end has none).
+    // At least MIN_SPLIT_KEYS keys each, counted from the live context: a short stream in a long
+    // cache runs few splits (the rest have no keys and return at once) instead of SPLIT tiny ones.
     const uint n_keys = kv_end > kv_begin ? kv_end - kv_begin : 0;
-    const uint chunk = ((n_keys + SPLIT - 1) / SPLIT + BK - 1) / BK * BK;
+    const uint chunk = (max((n_keys + SPLIT - 1) / SPLIT, MIN_SPLIT_KEYS) + BK - 1) / BK * BK;
     const uint kb = kv_begin + min(split * chunk, n_keys);
     kv_end = min(kv_end, kb + chunk);
     kv_begin = kb;
@@ -217,7 +240,7 @@ void main() {
   vec2 q[D];
   for (uint d = 0; d < D; ++d) q[d] = row_live ? Qc[icell * D + d] : vec2(0.0);
 #if RFA_SDPA
-  for (uint d = 0; d < D; ++d) q[d] *= pc.scale;
+  for (uint d = 0; d < D; ++d) q[d] *= pc.scale * RFA_LOG2E;  // logits in base 2 (exp2 softmax)
 #else
   const float qn = row_live ? q_norm2[icell] : 0.0;
   float ee[BK], en[BK];
@@ -227,15 +250,17 @@ void main() {
   for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
     // ks: the ring slot of key j0 + jj (DIRECT_KV) — computed once per key by the loops below.
-#define KEY(ks, jj, d) (DIRECT_KV ? KV_LOAD(Kc[(base + (ks)) * D + (d)]) : sk[(jj) * D + (d)])
-#define VAL(ks, jj, d) (DIRECT_KV ? KV_LOAD(Vc[(base + (ks)) * D + (d)]) : sv[(jj) * D + (d)])
+#define KEY(ks, jj, d) (DIRECT_KV ? KV_LOAD(Kc[(base + (ks)) * D + (d)]) : sk[(jj) * DK + (d)])
+#define VAL(ks, jj, d) (DIRECT_KV ? KV_LOAD(Vc[(base + (ks)) * D + (d)]) : sv[(jj) * DK + (d)])
 #define KNORM(ks, jj) (DIRECT_KV ? k_norm2[base + (ks)] : skn[jj])
 #define KTIME(ks, jj) (DIRECT_KV ? ts[tbase + (ks)] : st[jj])
     if (!DIRECT_KV) {
-      for (uint e = tid; e < nk * D; e += WG) {
-        const uint ks = slot_of(j0 + e / D);
-        sk[e] = KV_LOAD(Kc[(base + ks) * D + e % D]);
-        sv[e] = KV_LOAD(Vc[(base + ks) * D + e % D]);
+      // VW consecutive components per thread (16 bytes of fp32 K where D is even, of fp16 K where
+      // D % 4 == 0): loads a driver can merge into one wide load, still coalesced across threads.
+      for (uint e = tid * VW; e < nk * D; e += WG * VW) {
+        const uint ks = slot_of(j0 + e / D), se = (e / D) * DK + e % D, ge = (base + ks) * D + e % D;
+        [[unroll]] for (uint w = 0; w < VW; ++w) sk[se + w] = KV_LOAD(Kc[ge + w]);
+        [[unroll]] for (uint w = 0; w < VW; ++w) sv[se + w] = KV_LOAD(Vc[ge + w]);
       }
 #if !RFA_SDPA
       for (uint e = tid; e < nk; e += WG) {
@@ -266,7 +291,7 @@ void main() {
         if (!CAUSAL) lag = abs(lag);
         const LagTerms t = pair_lag_terms(P, h, lag);
         float logit, energy;
-        rfa_pair_logit(P, t, qn, KNORM(ks, jj), cross, logit, energy);
+        rfa_pair_logit2(P, t, qn, KNORM(ks, jj), cross, logit, energy);
         lg[jj] = logit;
         ee[jj] = t.E;
         en[jj] = energy;
@@ -277,7 +302,7 @@ void main() {
       }
       if (any) {
         const float mn = max(m, tmax);
-        const float sc = exp(m - mn);
+        const float sc = exp2(m - mn);  // logits and m in base 2
         m = mn;
         l *= sc;
         [[unroll]] for (uint d = 0; d < D; ++d) acc[d] *= sc;  // once per tile: past the loop cap at long context
@@ -292,7 +317,7 @@ void main() {
 #endif
         for (uint jj = jbeg + sidx; jj < jend; jj += S) {
           const uint ks = DIRECT_KV ? slot_of(j0 + jj) : 0;
-          const float p = exp(lg[jj] - m);
+          const float p = exp2(lg[jj] - m);
           l += p;
 #if RFA_SDPA
           const float w = p;
@@ -313,7 +338,7 @@ void main() {
     barrier();
     float mrow = NEG_INF;
     for (uint s = 0; s < S; ++s) mrow = max(mrow, sm[rloc * S + s]);
-    const float f = m == NEG_INF ? 0.0 : exp(m - mrow);
+    const float f = m == NEG_INF ? 0.0 : exp2(m - mrow);
     sl[tid] = l * f;
     barrier();
     float lrow = 0.0;
@@ -410,6 +435,6 @@ void main() {
     attn_out[orow + h * D + d] = acc[d].x;
     attn_out[orow + HD + h * D + d] = acc[d].y;
   }
-  row_max[icell] = has_keys ? m : NEG_INF;
+  row_max[icell] = has_keys ? m * RFA_LN2 : NEG_INF;  // back to natural units
   row_sum[icell] = l;
 }

@@ -124,6 +124,16 @@ shared float tkn[BK];         // |K~|^2 and (hi, lo) times of the tile's keys
 shared vec2 tkt[BK];
 shared float tqn[BQ];         // |Q~|^2 and (hi, lo) times of the rows
 shared vec2 tqt[BQ];
+// Integer times (lean per-pair math): a time that is an exact integer in [0, 2^24) with no low
+// part, else a sentinel (rows -2^29, keys +2^29) that sends every lag it enters past any table
+// (|lag| >= 2^29 - 2^24; never INT_MIN, so abs() is defined). Then a pair's table index is one
+// integer subtraction; other pairs take the float lag.
+shared int tqi[BQ];
+shared int tki[BK];
+const int ROW_NO_INT = -(1 << 29), KEY_NO_INT = 1 << 29;
+int integer_time(vec2 t, int none) {
+  return (t.y == 0.0 && t.x >= 0.0 && t.x < 16777216.0 && t.x == floor(t.x)) ? int(t.x) : none;
+}
 #endif
 
 #endif

@@ -12,7 +12,7 @@
     const uint r = e / D, qr = q0 + r;
     vec2 x = qr < pc.n_new ? Qc[(base + slot_of(pos0 + qr)) * D + e % D] : vec2(0.0);
 #if RFA_SDPA
-    x *= pc.scale;
+    x *= pc.scale * RFA_LOG2E;  // logits in base 2 (exp2 softmax)
 #endif
 #if RFA_TILE_CM
     tq[r * HS + 2 * (e % D)] = float16_t(x.x);
@@ -36,6 +36,7 @@
     const uint s = slot_of(pos0 + q0 + r);
     tqn[r] = live ? q_norm2[base + s] : 0.0;
     tqt[r] = live ? ts[tbase + s] : vec2(0.0);
+    tqi[r] = integer_time(tqt[r], ROW_NO_INT);
   }
 #endif
 
@@ -58,6 +59,7 @@
       const uint s = slot_of(j0 + e);
       tkn[e] = k_norm2[base + s];
       tkt[e] = ts[tbase + s];
+      tki[e] = integer_time(tkt[e], KEY_NO_INT);
     }
 #endif
     barrier();
@@ -89,11 +91,15 @@
 #endif
     barrier();
 
-    // B. The pair terms and the mask, once per pair; the V tile over the K tile.
+    // B. The pair terms and the mask, once per pair; the V tile over the K tile. Interior tiles (a
+    // full key tile, every row live, every key before the diagonal and inside every row's window)
+    // skip the mask: one branch per tile, the same for all its threads.
+    const bool interior = nk == BK && q0 + BQ <= pc.n_new &&
+                          (!CAUSAL || (j0 + BK <= pos0 + q0 + 1 && j0 >= first_key(pos0 + q0 + BQ - 1)));
     for (uint e = tid; e < BQ * BK; e += WG) {
       const uint r = e / BK, c = e % BK;
       const uint qr = q0 + r, ii = pos0 + qr, j = j0 + c;
-      const bool valid = qr < pc.n_new && c < nk && (!CAUSAL || (j <= ii && j >= first_key(ii)));
+      const bool valid = interior || (qr < pc.n_new && c < nk && (!CAUSAL || (j <= ii && j >= first_key(ii))));
       const float cross = T_CROSS(r, c);
       float logit = NEG_INF;
 #if RFA_SDPA
@@ -103,11 +109,19 @@
 #else
       float E = 0.0, energy = NEG_INF;
       if (valid) {
-        const vec2 tiv = tqt[r], tj = tkt[c];
-        float lag = (tiv.x - tj.x) + (tiv.y - tj.y);
-        if (!CAUSAL) lag = abs(lag);
-        const LagTerms t = pair_lag_terms(P, h, lag);
-        rfa_pair_logit(P, t, tqn[r], tkn[c], cross, logit, energy);
+        // The table index from integer times (exact: both below 2^24), else the float lag.
+        const int li = tqi[r] - tki[c];
+        const uint idx = uint(CAUSAL ? li : abs(li));
+        LagTerms t;
+        if (idx < pc.table_lags) {
+          t = table_terms(P, h, float(idx), idx);
+        } else {
+          const vec2 tiv = tqt[r], tj = tkt[c];
+          float lag = (tiv.x - tj.x) + (tiv.y - tj.y);
+          if (!CAUSAL) lag = abs(lag);
+          t = pair_lag_terms(P, h, lag);
+        }
+        rfa_pair_logit2(P, t, tqn[r], tkn[c], cross, logit, energy);
         E = t.E;
       }
       T_LOGIT(r, c) = logit;
@@ -136,7 +150,7 @@
       float sc = 1.0;
       if (tmax != NEG_INF) {
         const float mn = max(m, tmax);
-        sc = exp(m - mn);
+        sc = exp2(m - mn);  // logits and m in base 2
         m = mn;
         l *= sc;
 #if !RFA_SDPA
@@ -149,7 +163,7 @@
         }
 #endif
         for (uint c = 0; c < nk; ++c) {
-          const float p = exp(T_LOGIT(r, c) - m);
+          const float p = exp2(T_LOGIT(r, c) - m);
           l += p;
           T_LOGIT(r, c) = p * T_E(r, c);  // decayed attention A = Ahat E (SDPA: E = 1)
 #if !RFA_SDPA

@@ -7,6 +7,9 @@
 
 #include "rfa_head_table.h"
 
+const float RFA_LN2 = 0.69314718055994531;
+const float RFA_LOG2E = 1.4426950408889634;
+
 struct Head {
   float mu, sigma2, s2t, eta2, gamma2, nu, kappa, tau, shift;
   float c_exp, a_per, b_per, omega_per;
@@ -15,6 +18,7 @@ struct Head {
   float min_exp, max_exp, cov_floor, inv_sqrt_d, inv_two_mu, lin_coef;
   float col_r, col_rsq;
   bool col_r_small, col_rsq_small;
+  float tau2, tau_kappa;  // tau log2(e) and tau kappa: the logit in base 2 (rfa_pair_logit2)
 };
 
 Head load_head(uint h) {
@@ -30,6 +34,8 @@ Head load_head(uint h) {
   p.inv_two_mu = hp[o + kInvTwoMu]; p.lin_coef = hp[o + kLinCoef]; p.col_r = hp[o + kColR];
   p.col_r_small = hp[o + kColRSmall] != 0.0; p.col_rsq = hp[o + kColRsq];
   p.col_rsq_small = hp[o + kColRsqSmall] != 0.0;
+  p.tau2 = p.tau * RFA_LOG2E;
+  p.tau_kappa = p.tau * p.kappa;
   return p;
 }
 
@@ -45,13 +51,28 @@ float rfa_expm1(float x) {
   return exp(x) - 1.0;
 }
 
-// log(1 + x) accurate for tiny x (huge nu makes P R2 ~ 1e-9 while kappa ~ nu/D multiplies it).
-float rfa_log1p(float x) {
-  precise float u = 1.0 + x;
-  if (u == 1.0) return x;
-  precise float um1 = u - 1.0;
-  return log(u) * (x / um1);
+// log2(1 + x) to a relative 2^-20 with no division (docs/math.md §9, "Lean per-pair math"):
+// huge nu makes P R2 ~ 1e-9 while kappa ~ nu/D multiplies it, so log(1 + x) must keep its relative
+// accuracy at tiny x. On [-0.25, 0.75] a degree-8 polynomial in x of log2(1 + x) / x (Chebyshev
+// fit; 2^-21.8 relative evaluated in fp32 with fma, tests/test_attention_paths.cpp transcribes it);
+// elsewhere log2(1 + x), where 1 + x >= 1.75 keeps log2's absolute error (2^-21 on [0.5, 2] in
+// Vulkan's precision table) and the rounding of 1 + x (2^-24 relative) under 2^-21 of the result.
+// The old form, log(u) x / (u - 1) (Kahan), needed a division and a relative accuracy of log near
+// u = 1 that Vulkan does not promise. Below -0.25 (only the expanded, non-full residual reaches
+// negative x) the result follows log2's absolute error.
+float rfa_log2_1p(float x) {
+  if (x >= -0.25 && x <= 0.75) {
+    float s = 3.592484817e-02;
+    s = fma(s, x, -1.219025329e-01); s = fma(s, x, 2.009507269e-01); s = fma(s, x, -2.463550121e-01);
+    s = fma(s, x, 2.901162505e-01); s = fma(s, x, -3.605565131e-01); s = fma(s, x, 4.808459580e-01);
+    s = fma(s, x, -7.213477492e-01); s = fma(s, x, 1.442695260e+00);
+    return s * x;
+  }
+  return log2(1.0 + x);
 }
+
+// log(1 + x), as accurate (rfa_log2_1p times ln 2).
+float rfa_log1p(float x) { return RFA_LN2 * rfa_log2_1p(x); }
 
 struct LagTerms {
   float dt, E, vcov, B, P;

@@ -176,7 +176,7 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat) {
   const uint32_t common = rows * 4                                // tscale
                           + (gate ? rows * (keys + 1) * 4 : 4)    // ten: the gate's energies
-                          + rows * (4 + 8) + keys * (4 + 8);      // tqn, tqt; tkn, tkt
+                          + rows * (4 + 8 + 4) + keys * (4 + 8 + 4);  // tqn, tqt, tqi; tkn, tkt, tki
   if (coopmat) {  // halves for Q, K/V and the weights; floats for logits, E and P V (attention_tile.glsl)
     const uint32_t d2 = (2 * dim + 15) / 16 * 16;  // 2D halves zero-padded to whole 16-wide blocks
     return (rows + keys) * (d2 + 8) * 2 + rows * (keys + 4) * 4 + rows * (keys + 1) * 4 + rows * (keys + 8) * 2 +
@@ -244,6 +244,9 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
     while (wg_cap < 64 && capacity / wg_cap > kCpuKeysPerThread) wg_cap *= 2;
   }
   uint32_t max_wg = std::max<uint32_t>(1, std::min<uint32_t>(wg_cap, caps.max_workgroup_invocations));
+  // KernelOptions::attention_direct_kv overrides the device's choice (tests cover both paths on any device).
+  const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  const bool direct_kv = overrides.attention_direct_kv < 0 ? cpu : overrides.attention_direct_kv == 1;
   // The layout for a workgroup of at most max_wg threads; halved while the shared memory it needs
   // (at least 4 keys a tile, the merge scratch of its threads) does not fit the device's (16 KiB
   // on the Vulkan minimum: at D = 80 a 64-thread decode workgroup's merge scratch alone is 18 KiB).
@@ -270,23 +273,35 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
     t.merge_chunk = merge_chunk_for(dim);
     const uint32_t red = t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1;
     const uint32_t fin = t.threads_per_row > 1 ? t.rows_per_group * dim : 1;
-    // Shared memory: key and value tiles (BK * D complex each), |K|^2 and (hi, lo) times per key, the
-    // merge scratch and three floats per thread. Capped at 32 KiB so two workgroups fit where 64 do.
+    // Shared memory: key and value tiles (BK rows of D complex each, padded to an odd stride of
+    // D | 1 so that the row's threads reading keys jj, jj + 1, ... hit different banks), |K|^2 and
+    // (hi, lo) times per key, the merge scratch and three floats per thread. Capped at 32 KiB so
+    // two workgroups fit where 64 do.
     const int64_t budget = (int64_t)std::min<uint32_t>(caps.max_shared_memory, 32768) - (int64_t)(red + fin) * 8 -
                            (int64_t)t.workgroup * 12 - 256;
-    int64_t bk = budget / (int64_t)(dim * 16 + 12);
+    int64_t bk = budget / (int64_t)((dim | 1u) * 16 + 12);
     if (bk < 4 && max_wg > 1) {
       max_wg /= 2;
       continue;
     }
     bk = std::clamp<int64_t>(bk, 4, 64);
-    t.keys_per_tile = (uint32_t)(bk / 4 * 4);
+    // Key tiles in whole rounds of the row's threads (thread s takes keys s, s + S, ...): with S = 64
+    // and 52 keys a tile, 12 of 64 lanes idled. Where a round of S keys does not fit, fewer threads
+    // per row, down to one subgroup, whose round does (tiles staged in shared memory only).
+    const uint32_t sg = std::max<uint32_t>(caps.subgroup_size, 4);
+    if (!direct_kv && t.threads_per_row > 1 && bk < t.threads_per_row && bk >= sg && t.rows_per_group == 1 &&
+        max_wg > sg) {
+      uint32_t s = sg;
+      while (s * 2 <= bk) s *= 2;
+      max_wg = s;
+      continue;
+    }
+    const uint32_t round = !direct_kv && t.threads_per_row > 1 && bk >= t.threads_per_row ? t.threads_per_row : 4;
+    t.keys_per_tile = (uint32_t)(bk / round * round);
     break;
   }
   t.groups_x = (n_new + t.rows_per_group - 1) / t.rows_per_group;
-  // KernelOptions::attention_direct_kv overrides the device's choice (tests cover both paths on any device).
-  const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  t.direct_kv = overrides.attention_direct_kv < 0 ? cpu : overrides.attention_direct_kv == 1;
+  t.direct_kv = direct_kv;
   // The lag table trades a few transcendentals per pair for one 16-byte read: a win everywhere
   // measured (lavapipe included), so on unless turned off.
   t.lag_table = overrides.attention_lag_table != 0;
