@@ -35,42 +35,41 @@
 #define RFA_TILE 0
 #endif
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 64;   // BQ * S
-layout(constant_id = 1) const uint BQ = 64;   // query rows per workgroup
-layout(constant_id = 2) const uint S = 1;     // threads per query row (RFA_TILE: per key/dim group)
-layout(constant_id = 3) const uint BK = 32;   // keys per shared-memory tile
-layout(constant_id = 4) const uint D = 32;    // complex dims per head
-layout(constant_id = 5) const uint DC = 8;    // complex components merged per reduction round
-layout(constant_id = 6) const uint RED = 1;   // WG * DC when S > 1, else 1
-layout(constant_id = 7) const uint FIN = 1;   // BQ * D when S > 1, else 1
-layout(constant_id = 8) const bool CAUSAL = true;
+#include "kernel_ids.h"  // the ids, shared with the ops that set them
+layout(local_size_x_id = kAttnWG) in;
+layout(constant_id = kAttnWG) const uint WG = 64;   // BQ * S
+layout(constant_id = kAttnBQ) const uint BQ = 64;   // query rows per workgroup
+layout(constant_id = kAttnS) const uint S = 1;      // threads per query row (RFA_TILE: per key/dim group)
+layout(constant_id = kAttnBK) const uint BK = 32;   // keys per shared-memory tile
+layout(constant_id = kAttnD) const uint D = 32;     // complex dims per head
+layout(constant_id = kAttnDC) const uint DC = 8;    // complex components merged per reduction round
+layout(constant_id = kAttnRED) const uint RED = 1;  // WG * DC when S > 1, else 1
+layout(constant_id = kAttnFIN) const uint FIN = 1;  // BQ * D when S > 1, else 1
+layout(constant_id = kAttnCausal) const bool CAUSAL = true;
 #if !RFA_SDPA
-layout(constant_id = 9) const uint COV = 1;           // rfa::Covariance
-layout(constant_id = 10) const uint BIAS = 1;         // rfa::AdditiveBias
-layout(constant_id = 11) const uint PREC = 1;         // rfa::RobustPrecision
-layout(constant_id = 12) const bool ROBUST = true;    // Student-t kernel
-layout(constant_id = 13) const bool FULL_RESID = true;
-layout(constant_id = 14) const bool COUNTER_ROT = true;
-layout(constant_id = 15) const bool SHIFT_ROT = true;
-layout(constant_id = 16) const bool GATE = false;     // also turns on the energy log-sum-exp
-layout(constant_id = 17) const bool OUT_NORM = false;
+layout(constant_id = kAttnCov) const uint COV = 1;           // rfa::Covariance
+layout(constant_id = kAttnBias) const uint BIAS = 1;         // rfa::AdditiveBias
+layout(constant_id = kAttnPrec) const uint PREC = 1;         // rfa::RobustPrecision
+layout(constant_id = kAttnRobust) const bool ROBUST = true;  // Student-t kernel
+layout(constant_id = kAttnFullResid) const bool FULL_RESID = true;
+layout(constant_id = kAttnCounterRot) const bool COUNTER_ROT = true;
+layout(constant_id = kAttnShiftRot) const bool SHIFT_ROT = true;
+layout(constant_id = kAttnGate) const bool GATE = false;  // also turns on the energy log-sum-exp
+layout(constant_id = kAttnOutNorm) const bool OUT_NORM = false;
 const bool WANT_VCOV = false;
 #endif
 // CPU devices (lavapipe): read keys and values straight from the cache instead of staging tiles in
 // shared memory. There "global" memory is the CPU cache already, and every barrier switches all
 // the workgroup's invocations; without staging the prefill loop needs no barrier at all.
 #if RFA_SDPA
-#define RFA_DIRECT_KV_ID 9
-#define RFA_SPLIT_ID 10
+layout(constant_id = kSdpaDirectKv) const bool DIRECT_KV = false;
+layout(constant_id = kSdpaSplit) const uint SPLIT = 1;  // key splits per row (split-k)
 #else
-#define RFA_DIRECT_KV_ID 18
-#define RFA_SPLIT_ID 19
+layout(constant_id = kAttnDirectKv) const bool DIRECT_KV = false;
+layout(constant_id = kAttnSplit) const uint SPLIT = 1;  // key splits per row (split-k)
 #endif
-layout(constant_id = RFA_DIRECT_KV_ID) const bool DIRECT_KV = false;
-layout(constant_id = RFA_SPLIT_ID) const uint SPLIT = 1;  // key splits per row (split-k)
 #if !RFA_SDPA
-layout(constant_id = 20) const uint PHASE = 0;  // rfa::PhaseSource: 0 omega t, else the phase ring
+layout(constant_id = kAttnPhase) const uint PHASE = 0;  // rfa::PhaseSource: 0 omega t, else the phase ring
 #endif
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
@@ -83,7 +82,7 @@ layout(std430, binding = 3) writeonly buffer Ob { float attn_out[]; };
 layout(std430, binding = 4) writeonly buffer Mb { float row_max[]; };
 layout(std430, binding = 5) writeonly buffer Lb { float row_sum[]; };
 layout(std430, binding = 6) readonly buffer Pb { uint pos0; uint kv_len; } span;
-layout(std430, binding = 7) buffer PartB { float part[]; };  // split-k partial states
+layout(std430, binding = 7) buffer PartB { float part[]; };  // split-k partial states (slot kSdpaBindPartials)
 #else
 layout(std430, binding = 0) readonly buffer Hb { float hp[]; };
 layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };      // (hi, lo) [H*D]
@@ -102,7 +101,7 @@ layout(std430, binding = 13) writeonly buffer Lb { float row_sum[]; };
 layout(std430, binding = 14) writeonly buffer Eb { float row_energy[]; };
 layout(std430, binding = 15) readonly buffer Pb { uint pos0; uint kv_len; } span;  // of this call
 layout(std430, binding = 16) readonly buffer LTb { vec4 lag_tab[]; };  // [H, table_lags] (E, B, P, 0)
-layout(std430, binding = 17) buffer PartB { float part[]; };           // split-k partial states
+layout(std430, binding = 17) buffer PartB { float part[]; };           // split-k partials (kAttnBindPartials)
 layout(std430, binding = 18) readonly buffer THb { vec2 theta[]; };    // (hi, lo) [B, capacity, H*D] (PHASE != 0)
 #include "rfa_phase.glsl"
 #include "rfa_lag_kernels.glsl"
