@@ -1,7 +1,7 @@
 // Attention tomography of one (batch row, head) of an AFA layer (docs/DIAGNOSTICS.md §2, §3): the
 // per-pair work of the diagnostics recomputed from the caches like afa_probe, with AFA's own pair
 // logit (common/afa_pair.glsl, the fused kernel's arithmetic) scaled by a temperature alpha.
-// Included by afa_tomography.comp and afa_tomography_kv16.comp.
+// The body of the kernels afa_tomography and afa_tomography_kv16 (shaders/variants.cmake).
 //
 // q and k are the vectors the kernel scores with: Q~_i and K~_j of the caches (the stationary
 // frame), each channel projected to unit modulus under the unitary switch. s_ij = u_i . k_j =

@@ -1,7 +1,7 @@
 // Attention tomography of one (batch row, head) of an RT-RFA layer (docs/DIAGNOSTICS.md §2, §3):
 // the per-pair work of the diagnostics recomputed from the caches like rt_probe, with RT's own
 // pair logit (common/rt_pair.glsl, the fused kernel's arithmetic) scaled by a temperature alpha.
-// Included by rt_tomography.comp and rt_tomography_kv16.comp.
+// The body of the kernels rt_tomography and rt_tomography_kv16 (shaders/variants.cmake).
 //
 // q and k are the vectors the kernel scores with: the unit directions qh~_i, kh~_j of the caches
 // (the stationary frame), so |q_i| = 1 (0 for a zero query) and s_ij = u_i . k_j = c_ij, the
