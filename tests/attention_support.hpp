@@ -16,6 +16,7 @@
 
 #include "ops/rfa_attention.hpp"
 #include "ops/rfa_probe.hpp"
+#include "ops/sdpa.hpp"
 #include "reference/attention_ref.hpp"
 #include "reference/ops_ref.hpp"
 #include "test_support.hpp"
@@ -494,6 +495,57 @@ void check_wrapped_ring_probe(const AttentionParams& p, const Inputs& in, int wi
   REQUIRE(rec.submit_and_wait().ok());
 }
 
+// The SDPA yardstick over a filled cache of one batch row: a prefill of N - 3 rows, then 3 decode
+// steps one at a time (split-k applies to those); the outputs [N][2 H D] read back.
+inline std::vector<float> run_sdpa_prefill_then_decode(gpu::Context& g, ops::AttentionCache& cache, int H, int D, int N) {
+  const size_t W = 2 * (size_t)H * D;
+  std::vector<float> got;
+  for (int i0 = 0; i0 < N;) {
+    const int n = i0 == 0 ? N - 3 : 1;
+    gpu::Buffer o = Fixture::up_on(g, std::vector<float>((size_t)n * W));
+    gpu::Recorder rec(g);
+    REQUIRE(rec.begin().ok());
+    REQUIRE(ops::record_sdpa(g, rec, cache, o, (uint32_t)i0, (uint32_t)n, true, 0.f).ok());
+    REQUIRE(rec.submit_and_wait().ok());
+    std::vector<float> part((size_t)n * W);
+    REQUIRE(g.download(o, part.data(), part.size() * 4).ok());
+    got.insert(got.end(), part.begin(), part.end());
+    i0 += n;
+  }
+  return got;
+}
+
+// Its twin: softmax(Re(conj(q) k) / sqrt(2D)) v per head, causal, in double from the cache contents
+// q, k, v ([H][N][D] complex, interleaved); rows [N][2 H D], half-split.
+inline std::vector<double> sdpa_causal_twin(const std::vector<float>& q, const std::vector<float>& k,
+                                            const std::vector<float>& v, int H, int D, int N) {
+  const size_t W = 2 * (size_t)H * D;
+  const double scale = 1.0 / std::sqrt(2.0 * D);
+  std::vector<double> want((size_t)N * W);
+  for (int h = 0; h < H; ++h)
+    for (int i = 0; i < N; ++i) {
+      auto at = [&](const std::vector<float>& x, int p, int d, int c) {
+        return (double)x[(((size_t)h * N + p) * D + d) * 2 + c];
+      };
+      std::vector<double> lg((size_t)i + 1);
+      double mx = -1e300, sum = 0;
+      for (int j = 0; j <= i; ++j) {
+        double s = 0;
+        for (int d = 0; d < D; ++d) s += at(q, i, d, 0) * at(k, j, d, 0) + at(q, i, d, 1) * at(k, j, d, 1);
+        lg[(size_t)j] = s * scale;
+        mx = std::max(mx, lg[(size_t)j]);
+      }
+      for (double& x : lg) sum += (x = std::exp(x - mx));
+      for (int d = 0; d < D; ++d)
+        for (int c = 0; c < 2; ++c) {
+          double a = 0;
+          for (int j = 0; j <= i; ++j) a += lg[(size_t)j] * at(v, j, d, c);
+          want[(size_t)i * W + (size_t)c * H * D + (size_t)h * D + d] = a / sum;
+        }
+    }
+  return want;
+}
+
 struct Shape {
   int B, H, D, N, times, chunk;
 };
@@ -502,6 +554,21 @@ struct Shape {
 inline const Shape kShapes[] = {
     {1, 1, 4, 1, 0, 1},   {2, 3, 8, 2, 1, 1},    {1, 8, 32, 61, 0, 1},   {2, 3, 64, 127, 1, 3},
     {1, 1, 8, 1000, 0, 4}, {1, 3, 4, 2053, 1, 2053}, {2, 1, 16, 127, 0, 127}};
+
+// The worst |gpu - twin| / (1 + |twin|) of the op's outputs on shape s (inputs of seed 11, run in
+// calls of s.chunk rows on path ap): the error a reduced-precision path really makes, for the notes
+// and the docs.
+inline double worst_relative_error(const AttentionParams& p, const Shape& s, const AttentionPath& ap) {
+  const Inputs in = make_inputs(p, s.B, s.N, 11, s.times);
+  const ref::AttentionOutputs r = twin(p, in);
+  Fixture f(p, in, 0, ap);
+  const GpuRun g = f.run(s.chunk);
+  const auto want = ref::pack_complex(r.est, s.B * s.N, p.heads, p.dim);
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i)
+    worst = std::max(worst, std::fabs(g.out[i] - want[i]) / (1.0 + std::fabs(want[i])));
+  return worst;
+}
 
 
 }  // namespace rfa::test

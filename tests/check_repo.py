@@ -18,7 +18,10 @@ catches what it should):
             (tools/rfa-run/main.cpp, demo.cpp), rfa-bench and the twin's own example
             (examples/reference/), which link rfa_reference;
   api       every function runtime/include/rfa/rfa.h declares is named in docs/c-api.md, and every
-            public member of the Python Session (python/rfa/session.py) in docs/python.md.
+            public member of the Python Session (python/rfa/session.py) in docs/python.md;
+  shaders   no shaders/*.comp is a bare wrapper (only #version, #extension, #define and #include
+            lines): a kernel that is a body of shaders/common/ under a few switches is a line of
+            shaders/variants.cmake, which CMake turns into its wrapper.
 
 Usage: check_repo.py [SOURCE_DIR]    or    check_repo.py --self-test
 """
@@ -87,6 +90,7 @@ def headings(text):
     return out
 
 
+WRAPPER_LINE = re.compile(r"^\s*(#\s*(version|extension|define|include)\b.*)?$")
 C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 C_FUNCTION = re.compile(r"\b(rfa_[a-z0-9_]+)\s*\(")
 # Where the API lives and the page that must name every part of it.
@@ -173,6 +177,10 @@ def check(root):
                                     % (where, SECTION, m.group(1), page))
                 elif m.group(1) not in sections_of[page]:
                     problems.append("%s: %s has no section %s" % (where, page, m.group(1)))
+        if os.path.dirname(f) == "shaders" and f.endswith(".comp"):
+            if all(WRAPPER_LINE.match(line) for line in C_COMMENT.sub("", text).splitlines()):
+                problems.append("%s: a bare wrapper of a shaders/common body: write it as a line of "
+                                "shaders/variants.cmake" % f)
         if f.startswith(LIBRARY_SOURCES):
             for m in ENV_READ.finditer(text):
                 line = text.count("\n", 0, m.start()) + 1
@@ -209,6 +217,7 @@ def self_test():
         write("runtime/src/reference/ops_ref.cpp", '#include "reference/ops_ref.hpp"\n')
         write("tools/rfa-run/main.cpp", '#include "rfa/reference.hpp"\n')
         write("tools/rfa-run/args.cpp", "// reads RFA_MODEL with std::getenv, as a program may\n")
+        write("shaders/kernel.comp", '#version 450\n#include "b.glsl"\nvoid main() {}\n')
         write(C_PAGE, "# C\n\n`rfa_documented`\n")
         write(PY_PAGE, "# Python\n\n`documented()`, `position`\n")
         write(C_HEADER, "/* rfa_in_a_comment(void) */\nint rfa_documented(int x);\n")
@@ -231,6 +240,8 @@ def self_test():
             "viewer/twin.cpp": '#include "rfa/reference.hpp"\n',
             "tools/rfa-run/args.cpp": '#include "reference/model_ref.hpp"\n',
             "docs/link.md": "# L\n\n[x](sub/math.md)\n",
+            "shaders/wrap.comp": "#version 450\n// a variant\n#extension GL_GOOGLE_include_directive : require\n"
+                                 "#define RFA_KV_F16 1\n#include \"body.glsl\"\n",
             C_HEADER: "int rfa_documented(int x);\nRFA_API rfa_status rfa_new_call(const rfa_session* s);\n",
             PY_SESSION: "class Session:\n    def documented(self): pass\n    def new_method(self): pass\n",
         }

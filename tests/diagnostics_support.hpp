@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include "model/model.hpp"
+#include "probe/linalg.hpp"
 #include "rfa/diagnostics.hpp"
 #include "rfa/session.hpp"
 #include "test_support.hpp"
@@ -119,6 +120,62 @@ inline void check_close_d(const std::vector<double>& got, const std::vector<doub
     CAPTURE(k);
     CHECK(std::fabs(got[k] - want[k]) <= atol + rtol * std::fabs(want[k]));
   }
+}
+
+// What head_diagnostics should return, computed in double from the definitions (test_diagnostics:
+// RFA heads from the twin's pair terms; test_variant_tomography: AFA and RT-RFA heads from the
+// readout twin). The logit statistics (mean_l, var_l, logit_std) and the mean largest weight are
+// checked where the test forms them (logit_stats).
+struct ExpectedDiagnostics {
+  std::vector<double> entropy, log_z, max_w, mean_s, var_s, mean_l, var_l, tau, lag;
+  std::vector<double> P;  // [rows][cols]
+  std::vector<double> sv, tilt_spectrum, normal_spectrum;
+  double erank = 0, dim_u = 0, dim_n = 0, var_q = 0, var_k = 0, logit_std = 0, entropy_mean = 0, max_mean = 0;
+  bool logit_stats = false;
+};
+
+// The spectra of e from e.P [rows][cols] (singular values, effective rank), the tilts' second
+// moments cu [d][d] and the normals' cn [de][de] (eigenvalues, participation ratios).
+inline void expected_spectra(ExpectedDiagnostics& e, int rows, int cols, const std::vector<double>& cu, int d,
+                             const std::vector<double>& cn, int de) {
+  auto sv = linalg::singular_values(e.P, rows, cols);
+  REQUIRE(sv.ok());
+  e.sv = sv.take();
+  e.erank = linalg::effective_rank(e.sv);
+  auto eu = linalg::symmetric_eigen(cu, d);
+  auto en = linalg::symmetric_eigen(cn, de);
+  REQUIRE(eu.ok());
+  REQUIRE(en.ok());
+  e.tilt_spectrum = eu.take();
+  e.normal_spectrum.assign(en->begin(), en->begin() + std::min(d, de));
+  e.dim_u = linalg::participation_ratio(e.tilt_spectrum);
+  e.dim_n = linalg::participation_ratio(*en);
+}
+
+// head_diagnostics' rows, spectra and summary against the definitions.
+inline void check_diagnostics(const HeadDiagnostics& d, const ExpectedDiagnostics& e) {
+  check_close(field(d, [](auto& q) { return q.entropy; }), e.entropy, 1e-4, 1e-4, "entropy");
+  check_close(field(d, [](auto& q) { return q.log_partition; }), e.log_z, 1e-4, 1e-5, "log Z");
+  check_close(field(d, [](auto& q) { return q.max_weight; }), e.max_w, 1e-5, 1e-4, "max weight");
+  check_close(field(d, [](auto& q) { return q.mean_s; }), e.mean_s, 1e-4, 1e-4, "E_p[s]");
+  check_close(field(d, [](auto& q) { return q.var_s; }), e.var_s, 1e-4, 1e-3, "Var_p[s]");
+  if (e.logit_stats) {
+    check_close(field(d, [](auto& q) { return q.mean_logit; }), e.mean_l, 1e-4, 1e-4, "E_p[logit]");
+    check_close(field(d, [](auto& q) { return q.var_logit; }), e.var_l, 1e-4, 1e-3, "Var_p[logit]");
+  }
+  check_close(field(d, [](auto& q) { return q.tau; }), e.tau, 1e-6, 1e-5, "tau");
+  check_close(field(d, [](auto& q) { return q.expected_lag; }), e.lag, 1e-4, 1e-4, "expected lag");
+  check_close(d.singular_values, e.sv, 2e-5, 1e-4, "singular values of P");
+  CHECK(d.erank == doctest::Approx(e.erank).epsilon(1e-4));
+  CHECK(d.entropy_mean == doctest::Approx(e.entropy_mean).epsilon(1e-5));
+  if (e.logit_stats) CHECK(d.max_weight_mean == doctest::Approx(e.max_mean).epsilon(1e-5));
+  check_close(d.summary.tilt_spectrum, e.tilt_spectrum, 1e-6, 1e-4, "tilt spectrum");
+  check_close(d.summary.normal_spectrum, e.normal_spectrum, 1e-6, 1e-4, "normal spectrum");
+  CHECK(d.summary.dim_eff_u == doctest::Approx(e.dim_u).epsilon(1e-5));
+  CHECK(d.summary.dim_eff_n == doctest::Approx(e.dim_n).epsilon(1e-5));
+  CHECK(d.summary.var_q == doctest::Approx(e.var_q).epsilon(1e-5));
+  CHECK(d.summary.var_k == doctest::Approx(e.var_k).epsilon(1e-5));
+  if (e.logit_stats) CHECK(d.summary.logit_std == doctest::Approx(e.logit_std).epsilon(1e-4));
 }
 
 }  // namespace rfa::test

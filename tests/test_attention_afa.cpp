@@ -11,50 +11,22 @@
 #include <string>
 #include <vector>
 
-#include "attention_support.hpp"
-#include "model_factory.hpp"
 #include "mechanisms/afa/afa_attention.hpp"
 #include "ops/rfa_attention.hpp"
 #include "reference/afa_ref.hpp"
 #include "reference/ops_ref.hpp"
 #include "rfa/session.hpp"
+#include "variant_support.hpp"
 
 using namespace rfa;
 using namespace rfa::test;
 
 namespace {
 
-AttentionParams afa(int H, int D, uint32_t seed, AfaPrecision prec = AfaPrecision::channel_sum, bool unitary = false,
-                    bool mix = false, bool causal = true) {
-  std::mt19937 rng(seed);
-  return make_afa_params(H, D, rng, prec, unitary, mix, causal);
-}
-
-ref::AfaOutputs afa_twin(const AttentionParams& p, const Inputs& in) {
-  const int rows = in.B * in.N;
-  ref::AfaOutputs o;
-  const Status s = ref::afa_forward(ref::afa_twin_params(p), in.B, in.N,
-                                    ref::split_complex(to_double(in.q), rows, p.heads, p.dim),
-                                    ref::split_complex(to_double(in.k), rows, p.heads, p.dim),
-                                    ref::split_complex(to_double(in.v), rows, p.heads, p.dim), in.t, &o);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
-  return o;
-}
-
 // GPU outputs and log-partitions against the twin.
 void check_afa(const AttentionParams& p, const Inputs& in, int chunk, const AttentionPath& ap, double tol) {
   const ref::AfaOutputs r = afa_twin(p, in);
-  Fixture f(p, in, 0, ap);
-  const GpuRun g = f.run(chunk);
-  CHECK_CLOSE_VEC(g.out, ref::pack_complex(r.est, in.B * in.N, p.heads, p.dim), tol, tol);
-  std::vector<float> lse;
-  const auto mx = f.trim(g.row_max), sm = f.trim(g.row_sum);
-  for (size_t i = 0; i < mx.size(); ++i) lse.push_back(mx[i] + std::log(sm[i]));
-  CHECK_CLOSE_VEC(lse, r.row_lse, tol * 10, tol);
-}
-
-const char* prec_name(AfaPrecision p) {
-  return p == AfaPrecision::channel_sum ? "channel_sum" : p == AfaPrecision::one_channel ? "one_channel" : "weighted";
+  check_fused_against(p, in, chunk, ap, tol, r.est, r.row_lse);
 }
 
 }  // namespace

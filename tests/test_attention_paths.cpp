@@ -86,13 +86,7 @@ TEST_CASE("fp16 K/V caches match the twin within the fp16 bound") {
       const AttentionParams p = model("M2", s.H, s.D);
       check_model(p, s.B, s.N, s.times, s.chunk, 11, ap, kTolF16);
       // The error actually measured, for the note and the docs.
-      const Inputs in = make_inputs(p, s.B, s.N, 11, s.times);
-      const ref::AttentionOutputs r = twin(p, in);
-      Fixture f(p, in, 0, ap);
-      const GpuRun g = f.run(s.chunk);
-      const auto want = ref::pack_complex(r.est, s.B * s.N, p.heads, p.dim);
-      for (size_t i = 0; i < want.size(); ++i)
-        worst = std::max(worst, std::fabs(g.out[i] - want[i]) / (1.0 + std::fabs(want[i])));
+      worst = std::max(worst, worst_relative_error(p, s, ap));
     }
   check_model(model("M1", 1, 64), 1, 2053, 1, 2053, 11, path(0, 1, 0, true), kTolF16);
   MESSAGE("fp16 K/V: worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst);
@@ -140,43 +134,10 @@ TEST_CASE("the SDPA yardstick on split-k and fp16 caches") {
     REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
     upload_kv(cache.k, k);
     upload_kv(cache.v, v);
-    // Decode the last 3 positions one at a time after a prefill of the rest.
-    const size_t W = 2 * (size_t)H * D;
-    std::vector<float> got;
-    for (int i0 = 0; i0 < N;) {
-      const int n = i0 == 0 ? N - 3 : 1;
-      gpu::Buffer o = Fixture::up_on(g, std::vector<float>((size_t)B * n * W));
-      gpu::Recorder rec(g);
-      REQUIRE(rec.begin().ok());
-      REQUIRE(ops::record_sdpa(g, rec, cache, o, (uint32_t)i0, (uint32_t)n, true, 0.f).ok());
-      REQUIRE(rec.submit_and_wait().ok());
-      std::vector<float> part((size_t)B * n * W);
-      REQUIRE(g.download(o, part.data(), part.size() * 4).ok());
-      got.insert(got.end(), part.begin(), part.end());
-      i0 += n;
-    }
-    // The twin: softmax(scale Re(conj(q) k)) v per head, causal, from the same cache contents.
-    const double scale = 1.0 / std::sqrt(2.0 * D);
-    std::vector<double> want(got.size());
-    for (int h = 0; h < H; ++h)
-      for (int i = 0; i < N; ++i) {
-        auto at = [&](const std::vector<float>& x, int p, int d, int c) { return (double)x[(((size_t)h * N + p) * D + d) * 2 + c]; };
-        std::vector<double> lg((size_t)i + 1);
-        double mx = -1e300, sum = 0;
-        for (int j = 0; j <= i; ++j) {
-          double s = 0;
-          for (int d = 0; d < D; ++d) s += at(q, i, d, 0) * at(k, j, d, 0) + at(q, i, d, 1) * at(k, j, d, 1);
-          lg[(size_t)j] = s * scale;
-          mx = std::max(mx, lg[(size_t)j]);
-        }
-        for (double& x : lg) sum += (x = std::exp(x - mx));
-        for (int d = 0; d < D; ++d)
-          for (int c = 0; c < 2; ++c) {
-            double a = 0;
-            for (int j = 0; j <= i; ++j) a += lg[(size_t)j] * at(v, j, d, c);
-            want[(size_t)i * W + (size_t)c * H * D + (size_t)h * D + d] = a / sum;
-          }
-      }
+    // Decode the last 3 positions one at a time after a prefill of the rest, against the twin from the
+    // same cache contents.
+    const std::vector<float> got = run_sdpa_prefill_then_decode(g, cache, H, D, N);
+    const std::vector<double> want = sdpa_causal_twin(q, k, v, H, D, N);
     CHECK_CLOSE_VEC(got, want, 2e-5, 2e-4);
   }
 }

@@ -11,45 +11,22 @@
 #include <string>
 #include <vector>
 
-#include "attention_support.hpp"
-#include "model_factory.hpp"
 #include "ops/rfa_attention.hpp"
 #include "mechanisms/rt/rt_attention.hpp"
 #include "reference/ops_ref.hpp"
 #include "reference/rt_ref.hpp"
 #include "rfa/session.hpp"
+#include "variant_support.hpp"
 
 using namespace rfa;
 using namespace rfa::test;
 
 namespace {
 
-AttentionParams rt(int H, int D, uint32_t seed, RtCovariance cov = RtCovariance::stationary,
-                   RtKernel kernel = RtKernel::student_t, bool causal = true) {
-  std::mt19937 rng(seed);
-  return make_rt_params(H, D, rng, cov, kernel, causal);
-}
-
-ref::RtOutputs rt_twin(const AttentionParams& p, const Inputs& in) {
-  const int rows = in.B * in.N;
-  ref::RtOutputs o;
-  const Status s = ref::rt_attention(ref::rt_twin_params(p), in.B, in.N,
-                                     ref::split_complex(to_double(in.q), rows, p.heads, p.dim),
-                                     ref::split_complex(to_double(in.k), rows, p.heads, p.dim),
-                                     ref::split_complex(to_double(in.v), rows, p.heads, p.dim), in.t, &o);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
-  return o;
-}
-
+// GPU outputs (the tangent updates T) and log-partitions against the twin.
 void check_rt(const AttentionParams& p, const Inputs& in, int chunk, const AttentionPath& ap, double tol) {
   const ref::RtOutputs r = rt_twin(p, in);
-  Fixture f(p, in, 0, ap);
-  const GpuRun g = f.run(chunk);
-  CHECK_CLOSE_VEC(g.out, ref::pack_complex(r.T, in.B * in.N, p.heads, p.dim), tol, tol);
-  std::vector<float> lse;
-  const auto mx = f.trim(g.row_max), sm = f.trim(g.row_sum);
-  for (size_t i = 0; i < mx.size(); ++i) lse.push_back(mx[i] + std::log(sm[i]));
-  CHECK_CLOSE_VEC(lse, r.row_lse, tol * 10, tol);
+  check_fused_against(p, in, chunk, ap, tol, r.T, r.row_lse);
 }
 
 }  // namespace

@@ -130,13 +130,7 @@ void check_coopmat_tile(int coopmat) {
       REQUIRE(t.coopmat_emulated == (coopmat == 2));
       const AttentionParams p = model(gate ? "M2.7" : "M2", s.H, s.D);
       check_model(p, s.B, s.N, s.times, s.chunk, 11, ap, kTolF16Math);
-      const Inputs in = make_inputs(p, s.B, s.N, 11, s.times);
-      const ref::AttentionOutputs r = twin(p, in);
-      Fixture f(p, in, 0, ap);
-      const GpuRun g = f.run(s.chunk);
-      const auto want = ref::pack_complex(r.est, s.B * s.N, p.heads, p.dim);
-      for (size_t i = 0; i < want.size(); ++i)
-        worst = std::max(worst, std::fabs(g.out[i] - want[i]) / (1.0 + std::fabs(want[i])));
+      worst = std::max(worst, worst_relative_error(p, s, ap));
     }
   MESSAGE(std::string(coopmat == 2 ? "cooperative matrices (emulated)" : "cooperative matrices")
           << ": worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst);

@@ -32,12 +32,7 @@ using cd = std::complex<double>;
 
 namespace {
 
-struct Expected {
-  std::vector<double> entropy, log_z, max_w, mean_s, var_s, mean_l, var_l, tau, lag;
-  std::vector<double> P;  // [rows][cols]
-  std::vector<double> sv, tilt_spectrum, normal_spectrum;
-  double erank = 0, dim_u = 0, dim_n = 0, var_q = 0, var_k = 0, logit_std = 0, entropy_mean = 0, max_mean = 0;
-};
+using Expected = ExpectedDiagnostics;
 
 Expected expected(const Model& m, const std::vector<float>& xf, int N, const std::vector<double>& t, int h, int r0,
                   int r1, int c0, int c1, double alpha, bool decayed) {
@@ -54,6 +49,7 @@ Expected expected(const Model& m, const std::vector<float>& xf, int N, const std
   auto at = [&](const std::vector<cd>& z, int i) { return z.data() + ((size_t)i * H + h) * D; };
   auto time = [&](int i) { return t.empty() ? (double)i : t[(size_t)i]; };
   Expected e;
+  e.logit_stats = true;
   const int rows = r1 - r0, cols = c1 - c0;
   e.P.assign((size_t)rows * cols, 0.0);
   double lsum = 0, lsq = 0, ln = 0;
@@ -107,10 +103,6 @@ Expected expected(const Model& m, const std::vector<float>& xf, int N, const std
     e.max_mean += mx / rows;
   }
   e.logit_std = std::sqrt(lsq / ln - (lsum / ln) * (lsum / ln));
-  auto sv = linalg::singular_values(e.P, rows, cols);
-  REQUIRE(sv.ok());
-  e.sv = sv.take();
-  e.erank = linalg::effective_rank(e.sv);
 
   // Tilts u (stationary frame) and their covariance; the normals n = W^T g u0 in token space,
   // u0 = Qn / |Qn| (the query's own frame), formed explicitly: d_e x d_e.
@@ -148,14 +140,7 @@ Expected expected(const Model& m, const std::vector<float>& xf, int N, const std
     e.var_q += (qq[k] / rows - (qs[k] / rows) * (qs[k] / rows)) / d;
     e.var_k += (kq[k] / cols - (ks[k] / cols) * (ks[k] / cols)) / d;
   }
-  auto eu = linalg::symmetric_eigen(cu, d);
-  auto en = linalg::symmetric_eigen(cn, de);
-  REQUIRE(eu.ok());
-  REQUIRE(en.ok());
-  e.tilt_spectrum = eu.take();
-  e.normal_spectrum.assign(en->begin(), en->begin() + std::min(d, de));
-  e.dim_u = linalg::participation_ratio(e.tilt_spectrum);
-  e.dim_n = linalg::participation_ratio(*en);
+  expected_spectra(e, rows, cols, cu, d, cn, de);
   return e;
 }
 
@@ -311,26 +296,7 @@ TEST_CASE("RFA heads: every diagnostic against the double-precision definitions"
     const HeadDiagnostics d = diagnose(*s, r);
     const Expected e = expected(*m, x, N, t, c.head, 5, N, 2, 33, c.alpha, c.decayed);
     CHECK(d.d == 8);
-    check_close(field(d, [](auto& q) { return q.entropy; }), e.entropy, 1e-4, 1e-4, "entropy");
-    check_close(field(d, [](auto& q) { return q.log_partition; }), e.log_z, 1e-4, 1e-5, "log Z");
-    check_close(field(d, [](auto& q) { return q.max_weight; }), e.max_w, 1e-5, 1e-4, "max weight");
-    check_close(field(d, [](auto& q) { return q.mean_s; }), e.mean_s, 1e-4, 1e-4, "E_p[s]");
-    check_close(field(d, [](auto& q) { return q.var_s; }), e.var_s, 1e-4, 1e-3, "Var_p[s]");
-    check_close(field(d, [](auto& q) { return q.mean_logit; }), e.mean_l, 1e-4, 1e-4, "E_p[logit]");
-    check_close(field(d, [](auto& q) { return q.var_logit; }), e.var_l, 1e-4, 1e-3, "Var_p[logit]");
-    check_close(field(d, [](auto& q) { return q.tau; }), e.tau, 1e-6, 1e-5, "tau");
-    check_close(field(d, [](auto& q) { return q.expected_lag; }), e.lag, 1e-4, 1e-4, "expected lag");
-    check_close(d.singular_values, e.sv, 2e-5, 1e-4, "singular values of P");
-    CHECK(d.erank == doctest::Approx(e.erank).epsilon(1e-4));
-    CHECK(d.entropy_mean == doctest::Approx(e.entropy_mean).epsilon(1e-5));
-    CHECK(d.max_weight_mean == doctest::Approx(e.max_mean).epsilon(1e-5));
-    check_close(d.summary.tilt_spectrum, e.tilt_spectrum, 1e-6, 1e-4, "tilt spectrum");
-    check_close(d.summary.normal_spectrum, e.normal_spectrum, 1e-6, 1e-4, "normal spectrum");
-    CHECK(d.summary.dim_eff_u == doctest::Approx(e.dim_u).epsilon(1e-5));
-    CHECK(d.summary.dim_eff_n == doctest::Approx(e.dim_n).epsilon(1e-5));
-    CHECK(d.summary.var_q == doctest::Approx(e.var_q).epsilon(1e-5));
-    CHECK(d.summary.var_k == doctest::Approx(e.var_k).epsilon(1e-5));
-    CHECK(d.summary.logit_std == doctest::Approx(e.logit_std).epsilon(1e-4));
+    check_diagnostics(d, e);
     double tau_mean = 0;
     for (double v : e.tau) tau_mean += v / e.tau.size();
     CHECK(d.summary.tau_mean == doctest::Approx(tau_mean).epsilon(1e-5));

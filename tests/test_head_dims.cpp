@@ -192,44 +192,9 @@ TEST_CASE("any head dim: the SDPA yardstick on every path") {
       REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
       REQUIRE(g.upload(cache.k, kk.data(), kk.size() * 4).ok());
       REQUIRE(g.upload(cache.v, v.data(), v.size() * 4).ok());
-      // A prefill of N - 3 rows, then 3 decode steps (split-k applies to those).
-      const size_t W = 2 * (size_t)H * D;
-      std::vector<float> got;
-      for (int i0 = 0; i0 < N;) {
-        const int n = i0 == 0 ? N - 3 : 1;
-        gpu::Buffer o = Fixture::up_on(g, std::vector<float>((size_t)B * n * W));
-        gpu::Recorder rec(g);
-        REQUIRE(rec.begin().ok());
-        REQUIRE(ops::record_sdpa(g, rec, cache, o, (uint32_t)i0, (uint32_t)n, true, 0.f).ok());
-        REQUIRE(rec.submit_and_wait().ok());
-        std::vector<float> part((size_t)B * n * W);
-        REQUIRE(g.download(o, part.data(), part.size() * 4).ok());
-        got.insert(got.end(), part.begin(), part.end());
-        i0 += n;
-      }
-      const double scale = 1.0 / std::sqrt(2.0 * D);
-      std::vector<double> want(got.size());
-      for (int h = 0; h < H; ++h)
-        for (int i = 0; i < N; ++i) {
-          auto at = [&](const std::vector<float>& x, int pos, int d, int c) {
-            return (double)x[(((size_t)h * N + pos) * D + d) * 2 + c];
-          };
-          std::vector<double> lg((size_t)i + 1);
-          double mx = -1e300, sum = 0;
-          for (int j = 0; j <= i; ++j) {
-            double s = 0;
-            for (int d = 0; d < D; ++d) s += at(q, i, d, 0) * at(kk, j, d, 0) + at(q, i, d, 1) * at(kk, j, d, 1);
-            lg[(size_t)j] = s * scale;
-            mx = std::max(mx, lg[(size_t)j]);
-          }
-          for (double& x : lg) sum += (x = std::exp(x - mx));
-          for (int d = 0; d < D; ++d)
-            for (int c = 0; c < 2; ++c) {
-              double a = 0;
-              for (int j = 0; j <= i; ++j) a += lg[(size_t)j] * at(v, j, d, c);
-              want[(size_t)i * W + (size_t)c * H * D + (size_t)h * D + d] = a / sum;
-            }
-        }
+      // A prefill of N - 3 rows, then 3 decode steps (split-k applies to those), against the twin.
+      const std::vector<float> got = run_sdpa_prefill_then_decode(g, cache, H, D, N);
+      const std::vector<double> want = sdpa_causal_twin(q, kk, v, H, D, N);
       CHECK_CLOSE_VEC(got, want, 2e-5, 2e-4);
     }
 }

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_test_support.hpp"
 #include "reference/acc_ref.hpp"
 
 using rfa::ref::cd;
@@ -23,17 +24,12 @@ namespace ref = rfa::ref;
 
 namespace {
 
+using test::random_complex;
+using test::max_abs_diff;
+
 constexpr double kPi = 3.14159265358979323846;
 
 cd cis(double a) { return cd(std::cos(a), std::sin(a)); }
-
-std::vector<cd> random_complex(size_t n, uint32_t seed, double scale = 1.0) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<double> g(0.0, scale);
-  std::vector<cd> z(n);
-  for (auto& x : z) x = cd(g(gen), g(gen));
-  return z;
-}
 
 // Per-head banks that differ between heads: omega[h][d] = base^{-d/D} * (1 + 0.37 h).
 std::vector<double> banks(int H, int D, double base = 100.0) {
@@ -91,20 +87,6 @@ Naive naive_rotary(int B, int N, int H, int D, const std::vector<cd>& Q, const s
           for (int d = 0; d < D; ++d) out.est[qi + d] *= cis(angle[qi + d]);
       }
   return out;
-}
-
-double max_abs_diff(const std::vector<cd>& a, const std::vector<cd>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(a[i] - b[i]));
-  return m;
 }
 
 // Distance between two angles on the circle.

@@ -13,12 +13,23 @@
 #include <string>
 #include <vector>
 
+#include "cpu_test_support.hpp"
 #include "reference/afa_ref.hpp"
 
 using namespace rfa;
 using namespace rfa::ref;
 
 namespace {
+
+using test::random_complex;
+using test::max_rel_diff;
+
+// Irregular timestamps on a 1/32 grid (every sum and difference exact in double, offsets included).
+std::vector<double> grid_times(int B, int N, uint32_t seed, double offset = 0.0) {
+  test::TimeSteps steps;
+  steps.grid = 32;
+  return test::irregular_times(B, N, seed, offset, steps);
+}
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -56,45 +67,6 @@ AfaParams make_params(int H, int D, uint32_t seed, bool with_gamma = false) {
     p.head.push_back(hp);
   }
   return p;
-}
-
-std::vector<cd> random_complex(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> g(0.0, 1.0);
-  std::vector<cd> z(n);
-  for (auto& x : z) x = cd(g(rng), g(rng));
-  return z;
-}
-
-// Irregular timestamps on a 1/32 grid (every sum and difference exact in double, offsets included).
-std::vector<double> irregular_times(int B, int N, uint32_t seed, double offset = 0.0) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> steps(1, 64);
-  std::vector<double> t((size_t)B * N);
-  for (int b = 0; b < B; ++b) {
-    double x = offset;
-    for (int i = 0; i < N; ++i) {
-      t[(size_t)b * N + i] = x;
-      x += steps(rng) / 32.0;
-    }
-  }
-  return t;
-}
-
-double max_diff(const std::vector<cd>& a, const std::vector<cd>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t k = 0; k < a.size(); ++k) m = std::fmax(m, std::abs(a[k] - b[k]) / std::fmax(1.0, std::abs(b[k])));
-  return m;
-}
-double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k] == b[k]) continue;  // equal infinities
-    m = std::fmax(m, std::fabs(a[k] - b[k]) / std::fmax(1.0, std::fabs(b[k])));
-  }
-  return m;
 }
 
 // The memory-optimised layer in the factorised, rotated-frame form a kernel would use (rotations
@@ -348,7 +320,7 @@ TEST_CASE("afa twin: agrees with the factorised rotated-frame form at every size
           AfaParams p = make_params(H, D, seed, (N + D) % 2 == 0);
           const size_t n = (size_t)B * N * H * D;
           const auto Q = random_complex(n, seed + 1), K = random_complex(n, seed + 2), V = random_complex(n, seed + 3);
-          const auto t = irregular_times(B, N, seed + 4);
+          const auto t = grid_times(B, N, seed + 4);
           for (AfaPrecision prec : {AfaPrecision::channel_sum, AfaPrecision::one_channel, AfaPrecision::weighted})
             for (int sw = 0; sw < 3; ++sw) {
               CAPTURE((int)prec);
@@ -359,10 +331,10 @@ TEST_CASE("afa twin: agrees with the factorised rotated-frame form at every size
               const AfaOutputs o = run(p, B, N, Q, K, V, t);
               const Naive r = naive_afa(p, B, N, Q, K, V, t);
               // The factorised form rotates by omega t (t up to ~250): its phases carry ~|omega t| ulp.
-              CHECK(max_diff(o.filtered, r.filtered) < 1e-11);
-              CHECK(max_diff(o.est, r.est) < 1e-11);
-              CHECK(max_diff(o.attn, r.attn) < 1e-11);
-              CHECK(max_diff(o.row_lse, r.lse) < 1e-11);
+              CHECK(max_rel_diff(o.filtered, r.filtered) < 1e-11);
+              CHECK(max_rel_diff(o.est, r.est) < 1e-11);
+              CHECK(max_rel_diff(o.attn, r.attn) < 1e-11);
+              CHECK(max_rel_diff(o.row_lse, r.lse) < 1e-11);
               // Rows of the attention sum to 1 and the causal mask holds.
               double worst_sum = 0.0, masked = 0.0;
               for (int b = 0; b < B; ++b)
@@ -388,7 +360,7 @@ TEST_CASE("afa twin: first position returns V_0, with and without the mix; the p
     const int B = 2, N = 61;
     const size_t n = (size_t)B * N * 3 * D;
     const auto Q = random_complex(n, 1), K = random_complex(n, 2), V = random_complex(n, 3);
-    const auto t = irregular_times(B, N, 4, 5.0);
+    const auto t = grid_times(B, N, 4, 5.0);
     for (bool mix : {false, true}) {
       p.mix = mix;
       const AfaOutputs o = run(p, B, N, Q, K, V, t);
@@ -412,7 +384,7 @@ TEST_CASE("afa twin: the mix blends the query's own value with the aggregate per
   AfaParams p = make_params(H, D, 5);
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 6), K = random_complex(n, 7), V = random_complex(n, 8);
-  const auto t = irregular_times(B, N, 9);
+  const auto t = grid_times(B, N, 9);
   const AfaOutputs plain = run(p, B, N, Q, K, V, t);
   p.mix = true;
   const AfaOutputs mixed = run(p, B, N, Q, K, V, t);
@@ -441,7 +413,7 @@ TEST_CASE("afa twin: one decay per head reduces to the RFA kernel with kappa = 1
   }
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 12), K = random_complex(n, 13), V = random_complex(n, 14);
-  const auto t = irregular_times(B, N, 15);
+  const auto t = grid_times(B, N, 15);
   const AfaOutputs o = run(p, B, N, Q, K, V, t);
   double worst = 0.0;
   for (int b = 0; b < B; ++b)
@@ -496,7 +468,7 @@ TEST_CASE("afa twin: equal residuals under a constant precision give weights exa
   const size_t n = (size_t)N * H * D;
   std::vector<cd> Q(n, cd(0, 0)), K = random_complex(n, 22), V = random_complex(n, 23);
   for (auto& x : K) x /= std::abs(x);
-  const auto t = irregular_times(1, N, 24);
+  const auto t = grid_times(1, N, 24);
   const AfaOutputs o = run(p, 1, N, Q, K, V, t);
   AfaRowDiagnostics d;
   REQUIRE(afa_row_diagnostics(p, 1, N, t, o, &d).ok());
@@ -524,7 +496,7 @@ TEST_CASE("afa twin: zero noise and zero decay is a power kernel of the rotated 
       p.unitary = true;  // Re(lambda) = 0, phases only
       const size_t n = (size_t)N * H * D;
       const auto Q = random_complex(n, 32), K = random_complex(n, 33), V = random_complex(n, 34);
-      const auto t = irregular_times(1, N, 35);
+      const auto t = grid_times(1, N, 35);
       const AfaOutputs o = run(p, 1, N, Q, K, V, t);
       double worst_w = 0, worst_v = 0, thesis_gap = 0;
       for (int h = 0; h < H; ++h)
@@ -585,7 +557,7 @@ TEST_CASE("afa twin: a large constant noise with matched temperature tends to Ro
   p.head[0].nu = 1.0;
   const size_t n = (size_t)N * H * D;
   const auto Q = random_complex(n, 42), K = random_complex(n, 43), V = random_complex(n, 44);
-  const auto t = irregular_times(1, N, 45);
+  const auto t = grid_times(1, N, 45);
   // The RoPE softmax, computed here.
   std::vector<double> ref((size_t)N * N, 0.0);
   for (int i = 0; i < N; ++i) {
@@ -639,14 +611,14 @@ TEST_CASE("afa twin: the unitary switch is the general form with zero real parts
       const size_t n = (size_t)B * N * H * D;
       auto Q = random_complex(n, 52), K = random_complex(n, 53);
       const auto V = random_complex(n, 54);
-      const auto t = irregular_times(B, N, 55);
+      const auto t = grid_times(B, N, 55);
       const AfaOutputs ou = run(pu, B, N, Q, K, V, t);
       for (auto& z : Q) z /= std::abs(z);
       for (auto& z : K) z /= std::abs(z);
       const AfaOutputs og = run(pg, B, N, Q, K, V, t);
-      CHECK(max_diff(ou.filtered, og.filtered) < 1e-14);
-      CHECK(max_diff(ou.est, og.est) < 1e-14);
-      CHECK(max_diff(ou.attn, og.attn) < 1e-14);
+      CHECK(max_rel_diff(ou.filtered, og.filtered) < 1e-14);
+      CHECK(max_rel_diff(ou.est, og.est) < 1e-14);
+      CHECK(max_rel_diff(ou.attn, og.attn) < 1e-14);
       // On unit-modulus channels the residual is 2 (D - s) (the thesis's unitary score).
       for (int j = 0; j < N; j += 7) {
         const int i = N - 1, h = 1;
@@ -678,7 +650,7 @@ TEST_CASE("afa twin: decode steps equal the prefill, position by position") {
         p.precision = H == 3 ? AfaPrecision::weighted : AfaPrecision::channel_sum;
         const size_t n = (size_t)B * N * H * D;
         const auto Q = random_complex(n, 61), K = random_complex(n, 62), V = random_complex(n, 63);
-        const auto t = irregular_times(B, N, 64, 3.0);
+        const auto t = grid_times(B, N, 64, 3.0);
         std::vector<double> horizon((size_t)B * N);
         for (size_t x = 0; x < horizon.size(); ++x) horizon[x] = 0.25 * (double)(x % 5);
         for (bool with_h : {false, true}) {
@@ -721,8 +693,8 @@ TEST_CASE("afa twin: uniform and irregular timestamps; only lags in the units of
   for (int b = 0; b < B; ++b)
     for (int i = 0; i < N; ++i) idx[(size_t)b * N + i] = i;
   const AfaOutputs o_empty = run(p, B, N, Q, K, V, {}), o_idx = run(p, B, N, Q, K, V, idx);
-  CHECK(max_diff(o_empty.est, o_idx.est) == 0.0);
-  CHECK(max_diff(o_empty.attn, o_idx.attn) == 0.0);
+  CHECK(max_rel_diff(o_empty.est, o_idx.est) == 0.0);
+  CHECK(max_rel_diff(o_empty.attn, o_idx.attn) == 0.0);
 
   // Rescaling time by c, with lambda -> lambda c, sigma2 -> sigma2 c, horizons -> h / c, changes
   // nothing: uniform steps of 0.25 against index time, and an irregular grid against its rescaling.
@@ -734,17 +706,17 @@ TEST_CASE("afa twin: uniform and irregular timestamps; only lags in the units of
   for (auto& hp : ps.head) hp.pred_dt /= c;
   std::vector<double> uni((size_t)B * N);
   for (size_t x = 0; x < uni.size(); ++x) uni[x] = c * idx[x];
-  const auto irr = irregular_times(B, N, 75);
+  const auto irr = grid_times(B, N, 75);
   std::vector<double> irr_scaled = irr;
   for (auto& x : irr_scaled) x /= c;
   const AfaOutputs o_uni = run(p, B, N, Q, K, V, uni), o_uni_s = run(ps, B, N, Q, K, V, idx);
-  CHECK(max_diff(o_uni.est, o_uni_s.est) < 1e-13);
-  CHECK(max_diff(o_uni.attn, o_uni_s.attn) < 1e-13);
+  CHECK(max_rel_diff(o_uni.est, o_uni_s.est) < 1e-13);
+  CHECK(max_rel_diff(o_uni.attn, o_uni_s.attn) < 1e-13);
   const AfaOutputs o_irr = run(p, B, N, Q, K, V, irr), o_irr_s = run(ps, B, N, Q, K, V, irr_scaled);
-  CHECK(max_diff(o_irr.est, o_irr_s.est) < 1e-12);
-  CHECK(max_diff(o_irr.attn, o_irr_s.attn) < 1e-12);
+  CHECK(max_rel_diff(o_irr.est, o_irr_s.est) < 1e-12);
+  CHECK(max_rel_diff(o_irr.attn, o_irr_s.attn) < 1e-12);
   // And the lags do matter: the irregular grid gives other weights than the uniform one.
-  CHECK(max_diff(o_irr.attn, o_uni.attn) > 1e-3);
+  CHECK(max_rel_diff(o_irr.attn, o_uni.attn) > 1e-3);
   // Uniform timestamps: every pair's per-channel kernel is the table entry at its integer lag.
   AfaKernelCurves tab;
   std::vector<double> lags((size_t)N);
@@ -771,11 +743,11 @@ TEST_CASE("afa twin: timestamps near 1e6 give the results of timestamps near 0; 
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 82), K = random_complex(n, 83), V = random_complex(n, 84);
   // On a 1/32 grid the shifted lags are the same doubles: the results are identical.
-  const auto t0 = irregular_times(B, N, 85, 0.0), t6 = irregular_times(B, N, 85, 1e6);
+  const auto t0 = grid_times(B, N, 85, 0.0), t6 = grid_times(B, N, 85, 1e6);
   const AfaOutputs a = run(p, B, N, Q, K, V, t0), b = run(p, B, N, Q, K, V, t6);
-  CHECK(max_diff(a.est, b.est) == 0.0);
-  CHECK(max_diff(a.attn, b.attn) == 0.0);
-  CHECK(max_diff(a.row_lse, b.row_lse) == 0.0);
+  CHECK(max_rel_diff(a.est, b.est) == 0.0);
+  CHECK(max_rel_diff(a.attn, b.attn) == 0.0);
+  CHECK(max_rel_diff(a.row_lse, b.row_lse) == 0.0);
   // Off the grid the lags carry the rounding of 1e6 + x (half an ulp of 1e6, ~6e-11 each).
   std::vector<double> u0((size_t)B * N), u6((size_t)B * N);
   for (size_t x = 0; x < u0.size(); ++x) {
@@ -783,8 +755,8 @@ TEST_CASE("afa twin: timestamps near 1e6 give the results of timestamps near 0; 
     u6[x] = 1e6 + u0[x];
   }
   const AfaOutputs c = run(p, B, N, Q, K, V, u0), d = run(p, B, N, Q, K, V, u6);
-  CHECK(max_diff(c.est, d.est) < 1e-8);
-  CHECK(max_diff(c.attn, d.attn) < 1e-8);
+  CHECK(max_rel_diff(c.est, d.est) < 1e-8);
+  CHECK(max_rel_diff(c.attn, d.attn) < 1e-8);
 
   // mu = 0.1 at t up to 1e4: the thesis's factorisation e^{lambda t_i} (e^{-lambda t_j} z) is
   // inf * 0 in double; the twin forms e^{lambda (t_i - t_j)} from the lag and stays finite.
@@ -797,7 +769,7 @@ TEST_CASE("afa twin: timestamps near 1e6 give the results of timestamps near 0; 
   const size_t n1 = (size_t)N * 4;
   const auto Q1 = random_complex(n1, 87), K1 = random_complex(n1, 88), V1 = random_complex(n1, 89);
   const AfaOutputs far = run(q1, 1, N, Q1, K1, V1, tl), near = run(q1, 1, N, Q1, K1, V1, tl0);
-  CHECK(max_diff(far.est, near.est) == 0.0);
+  CHECK(max_rel_diff(far.est, near.est) == 0.0);
   const cd lam(-0.1, q1.omega[0]);
   const cd factorised = std::exp(lam * tl[(size_t)N - 1]) * (std::exp(-lam * tl[(size_t)N - 1]) * K1[0]);
   CHECK(!std::isfinite(std::abs(factorised)));
@@ -825,7 +797,7 @@ TEST_CASE("afa twin: precision sources relate as defined") {
   const int B = 1, N = 61, H = 3, D = 4;
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 101), K = random_complex(n, 102), V = random_complex(n, 103);
-  const auto t = irregular_times(B, N, 104);
+  const auto t = grid_times(B, N, 104);
   // Identical channels: one channel's covariance with nu D is the channel sum with nu.
   AfaParams p = make_params(H, D, 105);
   for (int h = 0; h < H; ++h)
@@ -839,7 +811,7 @@ TEST_CASE("afa twin: precision sources relate as defined") {
   AfaParams p1 = p;
   p1.precision = AfaPrecision::one_channel;
   for (auto& hp : p1.head) hp.nu *= D;
-  CHECK(max_diff(run(p1, B, N, Q, K, V, t).est, sum.est) < 1e-13);
+  CHECK(max_rel_diff(run(p1, B, N, Q, K, V, t).est, sum.est) < 1e-13);
   // Weighted: v^C = 1 / (sum_k w_k / cov_k + b).
   AfaParams pw = make_params(H, D, 106, true);
   pw.precision = AfaPrecision::weighted;
@@ -866,7 +838,7 @@ TEST_CASE("afa twin: precision sources relate as defined") {
   const auto q1 = random_complex(N, 108), k1 = random_complex(N, 109), v1 = random_complex(N, 110);
   const AfaOutputs os = run(one, 1, N, q1, k1, v1, t);
   one.precision = AfaPrecision::weighted;
-  CHECK(max_diff(run(one, 1, N, q1, k1, v1, t).est, os.est) < 1e-14);
+  CHECK(max_rel_diff(run(one, 1, N, q1, k1, v1, t).est, os.est) < 1e-14);
 }
 
 TEST_CASE("afa twin: conjugate-symmetric inputs give conjugate-symmetric estimates") {
@@ -882,7 +854,7 @@ TEST_CASE("afa twin: conjugate-symmetric inputs give conjugate-symmetric estimat
   auto Q = random_complex(n, 112), K = random_complex(n, 113), V = random_complex(n, 114);
   for (auto* z : {&Q, &K, &V})
     for (size_t x = 0; x < n; x += 2) (*z)[x + 1] = std::conj((*z)[x]);
-  const AfaOutputs o = run(p, 1, N, Q, K, V, irregular_times(1, N, 115));
+  const AfaOutputs o = run(p, 1, N, Q, K, V, grid_times(1, N, 115));
   double worst = 0;
   for (size_t x = 0; x < n; x += 2) worst = std::fmax(worst, std::abs(o.est[x + 1] - std::conj(o.est[x])));
   CHECK(worst < 1e-14);
@@ -926,7 +898,7 @@ TEST_CASE("afa twin: diagnostics") {
   // Row statistics against the matrices.
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 122), K = random_complex(n, 123), V = random_complex(n, 124);
-  const auto t = irregular_times(B, N, 125);
+  const auto t = grid_times(B, N, 125);
   const AfaOutputs o = run(p, B, N, Q, K, V, t);
   AfaRowDiagnostics d;
   REQUIRE(afa_row_diagnostics(p, B, N, t, o, &d).ok());
@@ -969,7 +941,7 @@ TEST_CASE("afa twin: bad inputs give errors that name the field") {
   const AfaParams good = make_params(H, D, 131);
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 132), K = random_complex(n, 133), V = random_complex(n, 134);
-  const auto t = irregular_times(B, N, 135);
+  const auto t = grid_times(B, N, 135);
   AfaOutputs o;
   REQUIRE(afa_forward(good, B, N, Q, K, V, t, &o).ok());
 

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "cpu_test_support.hpp"
 #include "reference/attention_ref.hpp"
 #include "reference/ops_ref.hpp"
 #include "reference/rfa_math.hpp"
@@ -17,6 +18,11 @@ using namespace rfa;
 using cd = std::complex<double>;
 
 namespace {
+
+using test::random_complex;
+using test::irregular_times;
+using test::all_finite;
+using test::max_abs_diff;
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -47,40 +53,6 @@ AttentionParams default_params(int H, int D, uint32_t seed = 1) {
     }
   }
   return p;
-}
-
-std::vector<cd> random_complex(size_t n, uint32_t seed, double scale = 1.0) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> g(0.0, scale);
-  std::vector<cd> z(n);
-  for (auto& x : z) x = cd(g(rng), g(rng));
-  return z;
-}
-
-std::vector<double> irregular_times(int B, int N, uint32_t seed, double offset = 0.0) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.1, 2.0);
-  std::vector<double> t((size_t)B * N);
-  for (int b = 0; b < B; ++b) {
-    double x = offset;
-    for (int i = 0; i < N; ++i) {
-      t[(size_t)b * N + i] = x;
-      x += u(rng);
-    }
-  }
-  return t;
-}
-
-bool all_finite(const std::vector<cd>& z) {
-  for (const cd& x : z)
-    if (!std::isfinite(x.real()) || !std::isfinite(x.imag())) return false;
-  return true;
-}
-
-double max_abs_diff(const std::vector<cd>& a, const std::vector<cd>& b) {
-  double m = 0;
-  for (size_t k = 0; k < a.size(); ++k) m = std::fmax(m, std::abs(a[k] - b[k]));
-  return m;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "cpu_test_support.hpp"
 #include "model/model.hpp"
 #include "reference/attention_ref.hpp"
 #include "reference/model_ref.hpp"
@@ -26,6 +27,9 @@ using test::tensor;
 
 namespace {
 
+using test::all_finite;
+using test::max_abs_diff;
+
 std::vector<double> random_reals(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<double> g(0.0, 1.0);
@@ -40,18 +44,6 @@ std::vector<int64_t> random_ids(size_t n, int vocab, uint32_t seed) {
   std::vector<int64_t> ids(n);
   for (auto& x : ids) x = u(rng);
   return ids;
-}
-
-bool all_finite(const std::vector<double>& v) {
-  for (double x : v)
-    if (!std::isfinite(x)) return false;
-  return true;
-}
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double m = 0;
-  for (size_t k = 0; k < a.size(); ++k) m = std::fmax(m, std::fabs(a[k] - b[k]));
-  return m;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu_test_support.hpp"
 #include "reference/attention_ref.hpp"
 #include "reference/rt_ref.hpp"
 #include "rfa/params.hpp"
@@ -21,6 +22,19 @@ using namespace rfa;
 using namespace rfa::ref;
 
 namespace {
+
+using test::random_complex;
+using test::all_finite;
+using test::max_abs_diff;
+
+// Non-decreasing irregular timestamps with repeats (every seventh step 0); `dyadic` rounds the steps
+// to multiples of 1/64 so that t + 1e6 is exact in double.
+std::vector<double> irregular_times(int B, int N, uint32_t seed, double offset = 0.0, bool dyadic = false) {
+  test::TimeSteps steps;
+  steps.dyadic = dyadic;
+  steps.repeats = true;
+  return test::irregular_times(B, N, seed, offset, steps);
+}
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -57,14 +71,7 @@ RtParams make_params(int H, int D, uint32_t seed, RtCovariance cov = RtCovarianc
   return p;
 }
 
-// Complex normal entries; each token of V gets its own scale in [0.3, 3] so magnitudes differ.
-std::vector<cd> random_complex(size_t n, uint32_t seed, double scale = 1.0) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> g(0.0, scale);
-  std::vector<cd> z(n);
-  for (auto& x : z) x = cd(g(rng), g(rng));
-  return z;
-}
+// Complex normal entries; each token gets its own scale in [0.3, 3] so magnitudes differ.
 std::vector<cd> random_values(int B, int N, int H, int D, uint32_t seed) {
   std::vector<cd> v = random_complex((size_t)B * N * H * D, seed);
   std::mt19937 rng(seed + 7);
@@ -76,25 +83,6 @@ std::vector<cd> random_values(int B, int N, int H, int D, uint32_t seed) {
   return v;
 }
 
-// Non-decreasing irregular timestamps; `dyadic` rounds the steps to multiples of 1/64 so that
-// t + 1e6 is exact in double.
-std::vector<double> irregular_times(int B, int N, uint32_t seed, double offset = 0.0, bool dyadic = false) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.1, 2.0);
-  std::vector<double> t((size_t)B * N);
-  for (int b = 0; b < B; ++b) {
-    double x = 0.0;
-    for (int i = 0; i < N; ++i) {
-      t[(size_t)b * N + i] = offset + x;
-      double step = u(rng);
-      if (dyadic) step = std::round(step * 64.0) / 64.0;
-      if (i % 7 == 3) step = 0.0;  // repeated timestamps are allowed
-      x += step;
-    }
-  }
-  return t;
-}
-
 std::vector<double> uniform_times(int B, int N) {
   std::vector<double> t((size_t)B * N);
   for (int b = 0; b < B; ++b)
@@ -102,26 +90,6 @@ std::vector<double> uniform_times(int B, int N) {
   return t;
 }
 
-double max_diff(const std::vector<cd>& a, const std::vector<cd>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0.0;
-  for (size_t k = 0; k < a.size(); ++k) m = std::max(m, std::abs(a[k] - b[k]));
-  return m;
-}
-double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0.0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (a[k] == b[k]) continue;  // also equal infinities
-    m = std::max(m, std::fabs(a[k] - b[k]));
-  }
-  return m;
-}
-bool all_finite(const std::vector<cd>& z) {
-  for (const cd& x : z)
-    if (!std::isfinite(x.real()) || !std::isfinite(x.imag())) return false;
-  return true;
-}
 double dotr(const cd* a, const cd* b, int n) {
   double s = 0.0;
   for (int d = 0; d < n; ++d) s += (std::conj(a[d]) * b[d]).real();
@@ -378,20 +346,20 @@ TEST_CASE("rt twin: omega = 0, a common phase on Q, K, V leaves A unchanged") {
   for (auto* z : {&Q, &K, &V})
     for (auto& x : *z) x *= ph;
   REQUIRE(rt_attention(p, B, N, Q, K, V, t, &b, opt).ok());
-  CHECK(max_diff(a.A, b.A) < 1e-13);
+  CHECK(max_abs_diff(a.A, b.A) < 1e-13);
   std::vector<cd> rotated = a.ubar;
   for (auto& x : rotated) x *= ph;
-  CHECK(max_diff(rotated, b.ubar) < 1e-13);
+  CHECK(max_abs_diff(rotated, b.ubar) < 1e-13);
   std::vector<cd> Trot = a.T;
   for (auto& x : Trot) x *= ph;
-  CHECK(max_diff(Trot, b.T) < 1e-13);
+  CHECK(max_abs_diff(Trot, b.T) < 1e-13);
   // Rotating V alone (not Q, K) changes the values but not the weights.
   std::vector<cd> V2 = V;
   for (auto& x : V2) x *= expi(0.5);
   RtOutputs c;
   REQUIRE(rt_attention(p, B, N, Q, K, V2, t, &c, opt).ok());
-  CHECK(max_diff(b.A, c.A) < 1e-13);
-  CHECK(max_diff(b.ubar, c.ubar) > 1e-3);
+  CHECK(max_abs_diff(b.A, c.A) < 1e-13);
+  CHECK(max_abs_diff(b.ubar, c.ubar) > 1e-3);
 }
 
 TEST_CASE("rt twin: the first position has T = 0 and Z+ = Z + b_o exactly") {
@@ -445,18 +413,18 @@ TEST_CASE("rt twin: scaling Q or K changes nothing, scaling V changes only the p
   for (auto& x : Ks) x *= 0.2;
   for (auto& x : Vs) x *= 5.0;
   REQUIRE(rt_attention(p, B, N, Qs, Ks, V, t, &b, opt).ok());
-  CHECK(max_diff(a.A, b.A) < 1e-12);
-  CHECK(max_diff(a.ubar, b.ubar) < 1e-12);
-  CHECK(max_diff(a.T, b.T) < 1e-12);
+  CHECK(max_abs_diff(a.A, b.A) < 1e-12);
+  CHECK(max_abs_diff(a.ubar, b.ubar) < 1e-12);
+  CHECK(max_abs_diff(a.T, b.T) < 1e-12);
   REQUIRE(rt_attention(p, B, N, Q, K, Vs, t, &c, opt).ok());
-  CHECK(max_diff(a.v_hat, c.v_hat) < 1e-14);  // same directions
-  CHECK(max_diff(a.A, c.A) > 1e-3);           // larger magnitudes: sharper precision
+  CHECK(max_abs_diff(a.v_hat, c.v_hat) < 1e-14);  // same directions
+  CHECK(max_abs_diff(a.A, c.A) > 1e-3);           // larger magnitudes: sharper precision
   // Without noise the precision is 1 / tau_th2 whatever the magnitudes: then V's scale is invisible.
   for (auto& hp : p.head) hp.s2t = hp.eta2 = hp.gamma2 = 0.0;
   REQUIRE(rt_attention(p, B, N, Q, K, V, t, &a, opt).ok());
   REQUIRE(rt_attention(p, B, N, Q, K, Vs, t, &c, opt).ok());
-  CHECK(max_diff(a.A, c.A) < 1e-13);
-  CHECK(max_diff(a.ubar, c.ubar) < 1e-13);
+  CHECK(max_abs_diff(a.A, c.A) < 1e-13);
+  CHECK(max_abs_diff(a.ubar, c.ubar) < 1e-13);
 }
 
 TEST_CASE("rt twin: magnitude weighting of two co-directional keys at lag 0") {
@@ -628,10 +596,10 @@ TEST_CASE("rt twin: RFA limit at mu = 0 (unit magnitudes, beta_s = tau)") {
         AttentionOptions ropt;
         ropt.want_matrices = true;
         REQUIRE(attention(rp, B, N, Q, K, V, t, &ro, ropt).ok());
-        CHECK(max_diff(ro.Ahat, rt.A) < 1e-12);
-        CHECK(max_diff(ro.A, rt.A) < 1e-12);  // E = 1: nothing for RFA's decay to remove
-        CHECK(max_diff(ro.est, rt.ubar) < 1e-12);
-        CHECK(max_diff(ro.row_lse, rt.row_lse) < 1e-11);
+        CHECK(max_abs_diff(ro.Ahat, rt.A) < 1e-12);
+        CHECK(max_abs_diff(ro.A, rt.A) < 1e-12);  // E = 1: nothing for RFA's decay to remove
+        CHECK(max_abs_diff(ro.est, rt.ubar) < 1e-12);
+        CHECK(max_abs_diff(ro.row_lse, rt.row_lse) < 1e-11);
       }
 }
 
@@ -655,8 +623,8 @@ TEST_CASE("rt twin: RFA limit at mu > 0 through RFA's colored covariance") {
       AttentionOptions ropt;
       ropt.want_matrices = true;
       REQUIRE(attention(rfa_limit(p, true), B, N, Q, K, V, t, &ro, ropt).ok());
-      CHECK(max_diff(ro.Ahat, rt.A) < 1e-11);
-      CHECK(max_diff(ro.est, rt.ubar) < 1e-11);
+      CHECK(max_abs_diff(ro.Ahat, rt.A) < 1e-11);
+      CHECK(max_abs_diff(ro.est, rt.ubar) < 1e-11);
       // ... and it is not RFA's own decayed form: RFA with mu > 0 weights and decays differently.
       AttentionParams own = rfa_limit(p, false);
       for (int h = 0; h < H; ++h) own.head[(size_t)h].mu = p.head[(size_t)h].mu;
@@ -664,7 +632,7 @@ TEST_CASE("rt twin: RFA limit at mu > 0 through RFA's colored covariance") {
       own.sw.min_exponent = -1e30;
       for (int h = 0; h < H; ++h) own.head[(size_t)h].s2t = p.head[(size_t)h].s2t;
       REQUIRE(attention(own, B, N, Q, K, V, t, &ro, ropt).ok());
-      CHECK(max_diff(ro.est, rt.ubar) > 1e-3);
+      CHECK(max_abs_diff(ro.est, rt.ubar) > 1e-3);
     }
 }
 
@@ -734,15 +702,15 @@ TEST_CASE("rt twin: uniform and irregular timestamps against the kernel's statio
     REQUIRE(rt_attention(p, B, N, Q, K, V, {}, &none, opt).ok());
     const std::vector<double> tu = uniform_times(B, N), ti = irregular_times(B, N, 4);
     REQUIRE(rt_attention(p, B, N, Q, K, V, tu, &uni, opt).ok());
-    CHECK(max_diff(none.ubar, uni.ubar) == 0.0);  // no timestamps means t = 0..N-1
-    CHECK(max_diff(none.A, uni.A) == 0.0);
+    CHECK(max_abs_diff(none.ubar, uni.ubar) == 0.0);  // no timestamps means t = 0..N-1
+    CHECK(max_abs_diff(none.A, uni.A) == 0.0);
     REQUIRE(rt_attention(p, B, N, Q, K, V, ti, &irr, opt).ok());
-    CHECK(max_diff(uni.ubar, irr.ubar) > 1e-3);  // the lags matter
+    CHECK(max_abs_diff(uni.ubar, irr.ubar) > 1e-3);  // the lags matter
     for (const auto& [t, o] : {std::pair{&tu, &uni}, std::pair{&ti, &irr}}) {
       const KernelForm kf = kernel_form(p, B, N, Q, K, V, *t);
-      CHECK(max_diff(kf.A, o->A) < 1e-10);
-      CHECK(max_diff(kf.ubar, o->ubar) < 1e-10);
-      CHECK(max_diff(kf.T, o->T) < 1e-10);
+      CHECK(max_abs_diff(kf.A, o->A) < 1e-10);
+      CHECK(max_abs_diff(kf.ubar, o->ubar) < 1e-10);
+      CHECK(max_abs_diff(kf.T, o->T) < 1e-10);
       // The twin's log-domain precision against the literal form at each pair's own lag.
       double worst = 0.0;
       for (int b = 0; b < B; ++b)
@@ -771,14 +739,14 @@ TEST_CASE("rt twin: timestamps near 1e6 give what timestamps near 0 give") {
   // Dyadic steps: t + 1e6 is exact, so every lag is the same double and so is every output.
   REQUIRE(rt_attention(p, B, N, Q, K, V, irregular_times(B, N, 4, 0.0, true), &a, opt).ok());
   REQUIRE(rt_attention(p, B, N, Q, K, V, irregular_times(B, N, 4, 1e6, true), &b, opt).ok());
-  CHECK(max_diff(a.ubar, b.ubar) == 0.0);
-  CHECK(max_diff(a.A, b.A) == 0.0);
-  CHECK(max_diff(a.T, b.T) == 0.0);
+  CHECK(max_abs_diff(a.ubar, b.ubar) == 0.0);
+  CHECK(max_abs_diff(a.A, b.A) == 0.0);
+  CHECK(max_abs_diff(a.T, b.T) == 0.0);
   // Arbitrary steps: the lags themselves round at 1e6 (ulp 1.2e-10), the outputs by as little.
   REQUIRE(rt_attention(p, B, N, Q, K, V, irregular_times(B, N, 5, 0.0), &a, opt).ok());
   REQUIRE(rt_attention(p, B, N, Q, K, V, irregular_times(B, N, 5, 1e6 + 0.123), &b, opt).ok());
-  CHECK(max_diff(a.ubar, b.ubar) < 1e-8);
-  CHECK(max_diff(a.A, b.A) < 1e-8);
+  CHECK(max_abs_diff(a.ubar, b.ubar) < 1e-8);
+  CHECK(max_abs_diff(a.A, b.A) < 1e-8);
 }
 
 TEST_CASE("rt twin: long lags stay finite (log-domain precision)") {
@@ -885,9 +853,9 @@ TEST_CASE("rt twin: off-tile shapes: sphere, tangency, softmax rows, kernel alge
                       doctest::Approx(std::sqrt(dotr(&o.T[z], &o.T[z], D)) / std::sqrt(m * m + p.eps_m2)).epsilon(1e-13));
               }
           const KernelForm kf = kernel_form(p, B, N, Q, K, V, t);
-          CHECK(max_diff(kf.A, o.A) < 1e-10);
-          CHECK(max_diff(kf.ubar, o.ubar) < 1e-10);
-          CHECK(max_diff(kf.T, o.T) < 1e-10);
+          CHECK(max_abs_diff(kf.A, o.A) < 1e-10);
+          CHECK(max_abs_diff(kf.ubar, o.ubar) < 1e-10);
+          CHECK(max_abs_diff(kf.T, o.T) < 1e-10);
         }
 }
 
@@ -956,8 +924,8 @@ TEST_CASE("rt twin: global normalisation scope") {
   RtOutputs a, b;
   REQUIRE(rt_attention(p1, B, N, Q, K, V, t, &a).ok());
   REQUIRE(rt_attention(g1, B, N, Q, K, V, t, &b).ok());
-  CHECK(max_diff(a.ubar, b.ubar) == 0.0);
-  CHECK(max_diff(a.T, b.T) == 0.0);
+  CHECK(max_abs_diff(a.ubar, b.ubar) == 0.0);
+  CHECK(max_abs_diff(a.T, b.T) == 0.0);
   // Three heads: one magnitude per token, tangency over the whole vector only.
   const int H = 3;
   const RtParams g = make_params(H, D, 94, RtCovariance::stationary, RtKernel::student_t, RtNormScope::global);
@@ -992,8 +960,8 @@ TEST_CASE("rt twin: non-causal layers use |t_i - t_j|") {
   REQUIRE(rt_attention(p, B, N, Q, K, V, t, &o, opt).ok());
   CHECK(o.A[0 * N + (N - 1)] > 0.0);  // row 0 sees the last key
   const KernelForm kf = kernel_form(p, B, N, Q, K, V, t);
-  CHECK(max_diff(kf.A, o.A) < 1e-10);
-  CHECK(max_diff(kf.ubar, o.ubar) < 1e-10);
+  CHECK(max_abs_diff(kf.A, o.A) < 1e-10);
+  CHECK(max_abs_diff(kf.ubar, o.ubar) < 1e-10);
   // The same order is refused by a causal layer, naming the first timestamp out of order.
   p.causal = true;
   int first = 1;

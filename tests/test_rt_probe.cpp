@@ -17,84 +17,22 @@
 #include <string>
 #include <vector>
 
-#include "attention_support.hpp"
-#include "model_factory.hpp"
-#include "ops/rfa_attention.hpp"
-#include "ops/rfa_probe.hpp"
-#include "ops/rfa_tomography.hpp"
-#include "reference/ops_ref.hpp"
-#include "reference/rt_ref.hpp"
+#include "variant_support.hpp"
 
 using namespace rfa;
 using namespace rfa::test;
 
 namespace {
 
-AttentionParams rt(int H, int D, uint32_t seed, RtCovariance cov, RtKernel kernel, bool causal) {
-  std::mt19937 rng(seed);
-  return make_rt_params(H, D, rng, cov, kernel, causal);
-}
-
-ref::RtOutputs rt_twin(const AttentionParams& p, const Inputs& in, int window = 0) {
-  const int rows = in.B * in.N;
-  ref::RtOptions opt;
-  opt.want_matrices = true;
-  opt.window = window;
-  ref::RtOutputs o;
-  const Status s = ref::rt_attention(ref::rt_twin_params(p), in.B, in.N,
-                                     ref::split_complex(to_double(in.q), rows, p.heads, p.dim),
-                                     ref::split_complex(to_double(in.k), rows, p.heads, p.dim),
-                                     ref::split_complex(to_double(in.v), rows, p.heads, p.dim), in.t, &o, opt);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
-  return o;
-}
-
-
-// One rectangle of (b, h) against the twin: unmasked cells of Ahat within atol + tol |ref|, A equal
-// to Ahat bit for bit, masked cells (causal: j > i, or outside the window) exactly 0 in both maps;
-// with `full_rows` (the rectangle holds every key of its rows) each row of Ahat sums to 1, or to 0
-// where the twin's row has no weight at all (every key without direction).
-void check_rect(const AttentionParams& p, const Inputs& in, const ref::RtOutputs& r, uint32_t b, uint32_t h,
-                const Rect& rc, const Maps& m, double tol, int window, bool full_rows) {
-  CAPTURE(b);
-  CAPTURE(h);
-  CAPTURE(rc.r0);
-  CAPTURE(rc.r1);
-  CAPTURE(rc.c0);
-  CAPTURE(rc.c1);
-  const int N = in.N;
-  std::vector<float> got;
-  std::vector<double> want;
-  size_t masked_nonzero = 0, masked = 0, a_differs = 0, not_finite = 0;
-  double worst_row = 0;
-  for (uint32_t i = rc.r0; i < rc.r1; ++i) {
-    double row = 0;
-    const bool empty_row = r.row_sum[((size_t)b * p.heads + h) * N + i] == 0.0;
-    for (uint32_t j = rc.c0; j < rc.c1; ++j) {
-      const size_t x = (size_t)(i - rc.r0) * (rc.c1 - rc.c0) + (j - rc.c0);
-      row += m.ahat[x];
-      // Bitwise: NaN != NaN counts as a difference too.
-      a_differs += std::memcmp(&m.a[x], &m.ahat[x], 4) != 0;
-      not_finite += !std::isfinite(m.ahat[x]);
-      if (p.sw.causal && (j > i || (window > 0 && i - j >= (uint32_t)window))) {
-        ++masked;
-        masked_nonzero += m.ahat[x] != 0.f || m.a[x] != 0.f;
-        continue;
-      }
-      got.push_back(m.ahat[x]);
-      want.push_back(r.A[(((size_t)b * p.heads + h) * N + i) * N + j]);
-    }
-    worst_row = std::max(worst_row, std::fabs(row - (empty_row ? 0.0 : 1.0)));
-  }
-  CHECK(not_finite == 0);
-  CHECK(a_differs == 0);
-  CHECK(masked_nonzero == 0);
-  if (p.sw.causal && rc.r0 < rc.c1 - 1) CHECK(masked > 0);  // the rectangles do cross the mask
-  CHECK_CLOSE_VEC(got, want, 1e-5, tol);
-  if (full_rows) {
-    INFO("worst |row sum - 1| = " << worst_row);
-    CHECK(worst_row < 2e-5);
-  }
+// What the probe of (b, h) should read: the twin's weights, A equal to Ahat bit for bit, and rows
+// summing to 0 where the twin's row has no weight at all (every key without direction).
+ProbeTruth rt_truth(const AttentionParams& p, const Inputs& in, const ref::RtOutputs& r, uint32_t b, uint32_t h) {
+  // The truth refers to r, which outlives the checks it serves.
+  const ref::RtOutputs* rp = &r;
+  const size_t N = (size_t)in.N, H = (size_t)p.heads;
+  return {[rp, b, h, N, H](uint32_t i, uint32_t j) { return rp->A[(((size_t)b * H + h) * N + i) * N + j]; },
+          {},
+          [rp, b, h, N, H](uint32_t i) { return rp->row_sum[((size_t)b * H + h) * N + i] == 0.0; }};
 }
 
 }  // namespace
@@ -127,21 +65,11 @@ TEST_CASE("the RT probe equals the twin's attention over every switch, after eve
         CAPTURE(c.D);
         const AttentionParams p = rt(c.H, c.D, 300 + (uint32_t)k, cov, kernel, causal);
         const Inputs in = make_inputs(p, c.B, c.N, 60 + (uint32_t)k, times);
-        const ref::RtOutputs r = rt_twin(p, in);
-        Fixture f(p, in, 0, ap);
+        const ref::RtOutputs r = rt_twin(p, in, true);
         // Non-causal rows see keys that later calls add: one call only.
         const int chunk = causal ? c.chunk : c.N;
         CAPTURE(chunk);
-        f.run(chunk);
-        const uint32_t N = (uint32_t)c.N;
-        // The whole square, and a block off the 64-cell groups at both ends that crosses the diagonal.
-        const Rect whole{0, N, 0, N}, block{N / 3 + 1, N - 1, N / 5 + 2, 2 * N / 3 + 3};
-        const double tol = ap.kv_f16 ? kTolF16 : 1e-4;
-        for (uint32_t b = 0; b < (uint32_t)c.B; ++b)
-          for (uint32_t h = 0; h < (uint32_t)c.H; ++h) {
-            check_rect(p, in, r, b, h, whole, probe(f.g, f.w, f.cache, f.ts, b, h, whole), tol, 0, true);
-            check_rect(p, in, r, b, h, block, probe(f.g, f.w, f.cache, f.ts, b, h, block), tol, 0, false);
-          }
+        check_probe_after_run(p, in, ap, chunk, [&](uint32_t b, uint32_t h) { return rt_truth(p, in, r, b, h); });
       }
 }
 
@@ -164,10 +92,10 @@ TEST_CASE("the RT probe reads a windowed ring smaller than the stream") {
     CAPTURE(c.kv_f16);
     const AttentionParams p = rt(c.H, c.D, 41 + (uint32_t)c.N, c.cov, c.kernel, true);
     const Inputs in = make_inputs(p, c.B, c.N, 7 + (uint32_t)c.N, c.times);
-    const ref::RtOutputs r = rt_twin(p, in, c.window);
+    const ref::RtOutputs r = rt_twin(p, in, true, c.window);
     check_wrapped_ring_probe(p, in, c.window, c.chunk, c.kv_f16,
                              [&](uint32_t b, uint32_t h, const Rect& rc, const Maps& m, double tol, bool whole) {
-                               check_rect(p, in, r, b, h, rc, m, tol, c.window, whole);
+                               check_probe_rect(p, rt_truth(p, in, r, b, h), b, h, rc, m, tol, c.window, whole);
                              });
   }
 }
@@ -186,13 +114,13 @@ TEST_CASE("the RT probe: keys without direction weigh exactly 0, long lags stay 
       in.q[8 * W + d] = 0.f;
       in.k[2 * W + d] = 0.f;
     }
-    const ref::RtOutputs r = rt_twin(p, in);
+    const ref::RtOutputs r = rt_twin(p, in, true);
     REQUIRE(r.row_sum[5] == 0.0);
     Fixture f(p, in);
     f.run(12);
     const Rect whole{0, 12, 0, 12};
     const Maps m = probe(f.g, f.w, f.cache, f.ts, 0, 0, whole);
-    check_rect(p, in, r, 0, 0, whole, m, 1e-4, 0, true);
+    check_probe_rect(p, rt_truth(p, in, r, 0, 0), 0, 0, whole, m, 1e-4, 0, true);
     for (uint32_t i = 0; i < 12; ++i) {
       CHECK(m.ahat[(size_t)i * 12 + 5] == 0.f);  // the column of key 5
       CHECK(m.ahat[5 * 12 + (size_t)i] == 0.f);  // the row of query 5
@@ -205,32 +133,18 @@ TEST_CASE("the RT probe: keys without direction weigh exactly 0, long lags stay 
     p.rt.mu = {0.0, 0.25};
     Inputs in = make_inputs(p, 1, 300, 33, 0);
     for (int i = 0; i < in.N; ++i) in.t.push_back(4.0 * i);
-    const ref::RtOutputs r = rt_twin(p, in);
+    const ref::RtOutputs r = rt_twin(p, in, true);
     Fixture f(p, in);
     f.run(150);
     const Rect rows{0, 300, 0, 300}, tail{230, 300, 0, 300};
     for (uint32_t h = 0; h < 2; ++h) {
-      check_rect(p, in, r, 0, h, rows, probe(f.g, f.w, f.cache, f.ts, 0, h, rows), 1e-4, 0, true);
-      check_rect(p, in, r, 0, h, tail, probe(f.g, f.w, f.cache, f.ts, 0, h, tail), 1e-4, 0, true);
+      const ProbeTruth truth = rt_truth(p, in, r, 0, h);
+      check_probe_rect(p, truth, 0, h, rows, probe(f.g, f.w, f.cache, f.ts, 0, h, rows), 1e-4, 0, true);
+      check_probe_rect(p, truth, 0, h, tail, probe(f.g, f.w, f.cache, f.ts, 0, h, tail), 1e-4, 0, true);
     }
   }
 }
 
 TEST_CASE("RT-RFA layers: the GPU curves stay RFA-only; row diagnostics and tomography are accepted") {
-  const AttentionParams p = rt(2, 4, 3, RtCovariance::stationary, RtKernel::student_t, true);
-  const Inputs in = make_inputs(p, 1, 10, 1, 0);
-  Fixture f(p, in);
-  f.run(10);
-  gpu::Buffer out = f.up(std::vector<float>(400)), lags = f.up(std::vector<float>(4, 1.f));
-  const float thr[4] = {0.f, 1.f, 2.f, 3.f};
-  gpu::Recorder rec(f.g);
-  REQUIRE(rec.begin().ok());
-  // The curves evaluate RFA's lag kernels (the host draws RT-RFA curves, rfa::head_curves); the row
-  // diagnostics and the tomography have RT-RFA forms (tests/test_variant_readouts.cpp checks their values).
-  const Status curves = ops::record_rfa_curves(f.g, rec, f.w, lags, 4, out);
-  CHECK(curves.code() == Code::unsupported);
-  CHECK(curves.message().find("RT-RFA layer") != std::string::npos);
-  CHECK(ops::record_rfa_row_diagnostics(f.g, rec, f.w, f.cache, f.ts, 0, 0, 0, 10, thr, out).ok());
-  CHECK(ops::record_rfa_tomography_rows(f.g, rec, f.w, f.cache, f.ts, 0, 0, 0, 10, 1.f, out).ok());
-  REQUIRE(rec.submit_and_wait().ok());
+  check_curves_refused_readouts_accepted(rt(2, 4, 3, RtCovariance::stationary, RtKernel::student_t, true), "RT-RFA layer");
 }

@@ -29,11 +29,7 @@ using cd = std::complex<double>;
 
 namespace {
 
-struct Expected {
-  std::vector<double> entropy, log_z, max_w, mean_s, var_s, tau, lag;
-  std::vector<double> sv, tilt_spectrum, normal_spectrum;
-  double erank = 0, dim_u = 0, dim_n = 0, var_q = 0, var_k = 0, entropy_mean = 0;
-};
+using Expected = ExpectedDiagnostics;
 
 // Everything from the definitions: the twin's rows at alpha, P over the window (times the decay of
 // the head's A when `decayed`), the tilts u (stationary frame), u0 = u e^{+i omega t_i}, the normals
@@ -58,7 +54,9 @@ Expected expected(const Model& m, const std::vector<float>& xf, int N, const std
   const double thr[4] = {1, 2, 3, 4};
   const int rows = r1 - r0, cols = c1 - c0;
   Expected e;
-  std::vector<double> P((size_t)rows * cols, 0.0), cu((size_t)d * d, 0.0), cn((size_t)de * de, 0.0);
+  std::vector<double>& P = e.P;
+  P.assign((size_t)rows * cols, 0.0);
+  std::vector<double> cu((size_t)d * d, 0.0), cn((size_t)de * de, 0.0);
   std::vector<double> qs(d, 0.0), qq(d, 0.0), ks(d, 0.0), kq(d, 0.0);
   const double* omega = p.omega.data() + (size_t)h * D;
   for (int i = r0; i < r1; ++i) {
@@ -114,18 +112,7 @@ Expected expected(const Model& m, const std::vector<float>& xf, int N, const std
     e.var_q += (qq[(size_t)k] / rows - (qs[(size_t)k] / rows) * (qs[(size_t)k] / rows)) / d;
     e.var_k += (kq[(size_t)k] / cols - (ks[(size_t)k] / cols) * (ks[(size_t)k] / cols)) / d;
   }
-  auto sv = linalg::singular_values(P, rows, cols);
-  REQUIRE(sv.ok());
-  e.sv = sv.take();
-  e.erank = linalg::effective_rank(e.sv);
-  auto eu = linalg::symmetric_eigen(cu, d);
-  auto en = linalg::symmetric_eigen(cn, de);
-  REQUIRE(eu.ok());
-  REQUIRE(en.ok());
-  e.tilt_spectrum = eu.take();
-  e.normal_spectrum.assign(en->begin(), en->begin() + std::min(d, de));
-  e.dim_u = linalg::participation_ratio(e.tilt_spectrum);
-  e.dim_n = linalg::participation_ratio(*en);
+  expected_spectra(e, rows, cols, cu, d, cn, de);
   return e;
 }
 
@@ -173,22 +160,7 @@ TEST_CASE("AFA and RT-RFA heads: head_diagnostics against the readout twin and t
     const HeadDiagnostics d = diagnose(*s, r);
     const Expected e = expected(*m, x, N, t, c.head, 4, N, 1, 37, c.alpha, c.decayed);
     CHECK(d.d == 8);
-    check_close(field(d, [](auto& q) { return q.entropy; }), e.entropy, 1e-4, 1e-4, "entropy");
-    check_close(field(d, [](auto& q) { return q.log_partition; }), e.log_z, 1e-4, 1e-5, "log Z");
-    check_close(field(d, [](auto& q) { return q.max_weight; }), e.max_w, 1e-5, 1e-4, "max weight");
-    check_close(field(d, [](auto& q) { return q.mean_s; }), e.mean_s, 1e-4, 1e-4, "E_p[s]");
-    check_close(field(d, [](auto& q) { return q.var_s; }), e.var_s, 1e-4, 1e-3, "Var_p[s]");
-    check_close(field(d, [](auto& q) { return q.tau; }), e.tau, 1e-6, 1e-5, "tau");
-    check_close(field(d, [](auto& q) { return q.expected_lag; }), e.lag, 1e-4, 1e-4, "expected lag");
-    check_close(d.singular_values, e.sv, 2e-5, 1e-4, "singular values of P");
-    CHECK(d.erank == doctest::Approx(e.erank).epsilon(1e-4));
-    CHECK(d.entropy_mean == doctest::Approx(e.entropy_mean).epsilon(1e-5));
-    check_close(d.summary.tilt_spectrum, e.tilt_spectrum, 1e-6, 1e-4, "tilt spectrum");
-    check_close(d.summary.normal_spectrum, e.normal_spectrum, 1e-6, 1e-4, "normal spectrum");
-    CHECK(d.summary.dim_eff_u == doctest::Approx(e.dim_u).epsilon(1e-5));
-    CHECK(d.summary.dim_eff_n == doctest::Approx(e.dim_n).epsilon(1e-5));
-    CHECK(d.summary.var_q == doctest::Approx(e.var_q).epsilon(1e-5));
-    CHECK(d.summary.var_k == doctest::Approx(e.var_k).epsilon(1e-5));
+    check_diagnostics(d, e);
     if (p.variant == AttentionVariant::rt) {
       // RT-RFA scores unit directions: every tau is 1 / sqrt(2D), the radius its logit never sees.
       for (const QueryDiagnostics& q : d.rows) CHECK(q.tau == doctest::Approx(1.0 / std::sqrt(8.0)).epsilon(1e-6));

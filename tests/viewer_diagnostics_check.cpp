@@ -18,8 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#define STB_IMAGE_IMPLEMENTATION
-#include <stb/stb_image.h>
+#include "viewer_check_support.hpp"
 
 #include "model/npy.hpp"
 #include "rfa/context.hpp"
@@ -27,19 +26,10 @@
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using viewer_check::Image;
 
 namespace {
 
-int failures = 0;
-
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    if (!(cond)) {                                \
-      std::fprintf(stderr, "FAIL: " __VA_ARGS__); \
-      std::fprintf(stderr, "\n");                 \
-      ++failures;                                 \
-    }                                             \
-  } while (0)
 
 bool close(double a, double b, double rtol) { return std::fabs(a - b) <= rtol * std::fabs(b) + 1e-9; }
 
@@ -128,16 +118,14 @@ int main(int argc, char** argv) {
   EXPECT((*ctx)->validation_message_count() == 0, "validation messages in this process");
 
   // The picture: inside the panel, ImGui's histogram colour (the tau histogram and the spectra) and text.
-  int w = 0, h = 0, ch = 0;
-  unsigned char* px = stbi_load(png.c_str(), &w, &h, &ch, 3);
-  EXPECT(px != nullptr, "cannot read %s", png.c_str());
-  if (px) {
+  Image img;
+  if (viewer_check::read_image(png.string(), &img)) {
     const auto rect = d["screen"].get<std::vector<double>>();
     int yellow = 0;
     std::set<int> colours;
-    for (int y = std::max(0, (int)rect[1]); y < std::min(h, (int)rect[3]); ++y)
-      for (int x = std::max(0, (int)rect[0]); x < std::min(w, (int)rect[2]); ++x) {
-        const unsigned char* p = px + ((size_t)y * w + x) * 3;
+    for (int y = std::max(0, (int)rect[1]); y < std::min(img.h, (int)rect[3]); ++y)
+      for (int x = std::max(0, (int)rect[0]); x < std::min(img.w, (int)rect[2]); ++x) {
+        const unsigned char* p = img.at(x, y);
         if (p[0] > 200 && p[1] > 140 && p[1] < 210 && p[2] < 60) ++yellow;
         colours.insert(p[0] << 16 | p[1] << 8 | p[2]);
       }
@@ -146,8 +134,6 @@ int main(int argc, char** argv) {
     EXPECT(rect[2] - rect[0] > 200 && rect[3] - rect[1] > 150, "panel too small");
     EXPECT(yellow > 200, "the panel's histograms are missing (%d pixels of their colour)", yellow);
     EXPECT(colours.size() > 20, "the panel looks empty");
-    stbi_image_free(px);
   }
-  std::printf(failures ? "FAILED (%d)\n" : "ok\n", failures);
-  return failures ? 1 : 0;
+  return viewer_check::finish();
 }

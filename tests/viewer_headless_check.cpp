@@ -20,8 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
-#define STB_IMAGE_IMPLEMENTATION
-#include <stb/stb_image.h>
+#include "viewer_check_support.hpp"
 
 #include "model/loader.hpp"
 #include "model/npy.hpp"
@@ -33,20 +32,11 @@
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using viewer_check::Image;
 
 namespace {
 
 constexpr int kN = 40, kH = 4, kD = 4, kDe = 16, kBlocks = 2, kDin = 2;
-int failures = 0;
-
-#define EXPECT(cond, ...)                      \
-  do {                                         \
-    if (!(cond)) {                             \
-      std::fprintf(stderr, "FAIL: " __VA_ARGS__); \
-      std::fprintf(stderr, "\n");              \
-      ++failures;                              \
-    }                                          \
-  } while (0)
 
 void make_model(const fs::path& dir) {
   fs::create_directories(dir / "model");
@@ -137,10 +127,9 @@ void check_case(const std::string& viewer, const fs::path& dir, const Case& c, i
   int rc = std::system(cmd);
   EXPECT(rc == 0, "rfa-viewer exited with %d (non-zero: an error or validation messages)", rc);
   if (rc != 0) return;
-  int w = 0, h = 0, ch = 0;
-  unsigned char* px = stbi_load(png.c_str(), &w, &h, &ch, 3);
-  EXPECT(px != nullptr, "cannot read %s", png.c_str());
-  if (!px) return;
+  Image img;
+  if (!viewer_check::read_image(png.string(), &img)) return;
+  const int h = img.h;
   json j = json::parse(std::ifstream(js));
   const auto view = j["view"].get<std::vector<int>>();
   const auto rect = j["map_screen"].get<std::vector<double>>();
@@ -181,12 +170,12 @@ void check_case(const std::string& viewer, const fs::path& dir, const Case& c, i
       const uint32_t want = jj > i ? rfa::kHeatmapMasked : rfa::heatmap_color((float)W[(size_t)i * kN + jj], req);
       int diff = 0;
       for (int k = 0; k < 3; ++k)
-        diff = std::max(diff, std::abs((int)px[((size_t)sy * w + sx) * 3 + k] - (int)((want >> (8 * k)) & 0xff)));
+        diff = std::max(diff, std::abs((int)img.at(sx, sy)[k] - (int)((want >> (8 * k)) & 0xff)));
       if (diff > worst) worst = diff, wi = i, wj = jj;
       const uint32_t w2 = jj > i ? rfa::kHeatmapMasked : rfa::heatmap_color((float)W2[(size_t)i * kN + jj], req);
       int d2 = 0;
       for (int k = 0; k < 3; ++k)
-        d2 = std::max(d2, std::abs((int)px[((size_t)sy * w + sx) * 3 + k] - (int)((w2 >> (8 * k)) & 0xff)));
+        d2 = std::max(d2, std::abs((int)img.at(sx, sy)[k] - (int)((w2 >> (8 * k)) & 0xff)));
       if (d2 > 3) ++control_bad;
       if (diff > 3) ++bad;
     }
@@ -195,7 +184,6 @@ void check_case(const std::string& viewer, const fs::path& dir, const Case& c, i
               control_bad);
   EXPECT(control_bad > kN * kN / 10, "the control (another head) matches too: the comparison is vacuous");
   EXPECT(bad == 0, "%d heatmap cells differ from the colour map of the twin's weights by more than 3/255", bad);
-  stbi_image_free(px);
 
   // The regimes table: every numeric cell against the model's own numbers.
   auto heads = rfa::head_summaries(**model);
@@ -303,6 +291,5 @@ int main(int argc, char** argv) {
   const Case cases[] = {{1, 1, false, false, 0.5, 3}, {0, 2, true, true, 1.0, 3}, {1, 0, false, true, 1.0, 4}};
   for (int k = 0; k < 3; ++k) check_case(argv[1], dir, cases[k], k);
   check_streaming(argv[1], dir);
-  std::printf(failures ? "FAILED (%d)\n" : "ok\n", failures);
-  return failures ? 1 : 0;
+  return viewer_check::finish();
 }

@@ -17,46 +17,20 @@
 
 #include <nlohmann/json.hpp>
 
-#define STB_IMAGE_IMPLEMENTATION
-#include <stb/stb_image.h>
+#include "viewer_check_support.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using viewer_check::Image;
 
 namespace {
 
-int failures = 0;
-
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    if (!(cond)) {                                \
-      std::fprintf(stderr, "FAIL: " __VA_ARGS__); \
-      std::fprintf(stderr, "\n");                 \
-      ++failures;                                 \
-    }                                             \
-  } while (0)
 
 const std::string kPrompt = "The cat sat on the mat.";
 
-struct Shot {
+// A screenshot and the --dump-json of the same run.
+struct Shot : Image {
   json j;
-  int w = 0, h = 0;
-  std::vector<unsigned char> px;  // RGB
-  int count(unsigned char r, unsigned char g, unsigned char b) const {
-    int n = 0;
-    for (size_t k = 0; k + 2 < px.size(); k += 3) n += px[k] == r && px[k + 1] == g && px[k + 2] == b;
-    return n;
-  }
-  // Text-coloured pixels (bright grey) in [x0, x1) x [y0, y1).
-  int bright(int x0, int y0, int x1, int y1) const {
-    int n = 0;
-    for (int y = std::max(y0, 0); y < std::min(y1, h); ++y)
-      for (int x = std::max(x0, 0); x < std::min(x1, w); ++x) {
-        const unsigned char* p = &px[((size_t)y * w + x) * 3];
-        n += p[0] > 180 && p[1] > 180 && p[2] > 180;
-      }
-    return n;
-  }
 };
 
 bool shoot(const std::string& viewer, const fs::path& model, const fs::path& dir, const std::string& name,
@@ -70,12 +44,7 @@ bool shoot(const std::string& viewer, const fs::path& model, const fs::path& dir
   const int rc = std::system(cmd.c_str());
   EXPECT(rc == 0, "rfa-viewer exited with %d (an error, or validation messages)", rc);
   if (rc != 0) return false;
-  int ch = 0;
-  unsigned char* p = stbi_load(png.c_str(), &out->w, &out->h, &ch, 3);
-  EXPECT(p != nullptr, "cannot read %s", png.c_str());
-  if (!p) return false;
-  out->px.assign(p, p + (size_t)out->w * out->h * 3);
-  stbi_image_free(p);
+  if (!viewer_check::read_image(png.string(), out)) return false;
   out->j = json::parse(std::ifstream(js));
   return true;
 }
@@ -150,6 +119,5 @@ int main(int argc, char** argv) {
     const int label_px = out.bright((int)r[0] - 60, (int)r[1], (int)r[0] - 2, (int)r[3]);
     EXPECT(label_px == 0, "%d text pixels left of a zoomed-out map", label_px);
   }
-  std::printf(failures ? "FAILED (%d)\n" : "ok\n", failures);
-  return failures ? 1 : 0;
+  return viewer_check::finish();
 }

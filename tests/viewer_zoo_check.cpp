@@ -24,24 +24,14 @@
 
 #include <nlohmann/json.hpp>
 
-#define STB_IMAGE_IMPLEMENTATION
-#include <stb/stb_image.h>
+#include "viewer_check_support.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using viewer_check::Image;
 
 namespace {
 
-int failures = 0;
-
-#define EXPECT(cond, ...)                         \
-  do {                                            \
-    if (!(cond)) {                                \
-      std::fprintf(stderr, "FAIL: " __VA_ARGS__); \
-      std::fprintf(stderr, "\n");                 \
-      ++failures;                                 \
-    }                                             \
-  } while (0)
 
 struct Zoo {
   const char* name;
@@ -199,6 +189,5 @@ int main(int argc, char** argv) {
     for (const Zoo& z : kZoo) check_model(z, dir, W, H);
   }
   check_window_hover(src, argv[2], work);
-  std::printf(failures ? "FAILED (%d)\n" : "ok\n", failures);
-  return failures ? 1 : 0;
+  return viewer_check::finish();
 }

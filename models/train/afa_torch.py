@@ -29,7 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rfa_torch import causal_mask, init_complex_projections, inv_softplus, refuse_rfa_only_features, rope_freqs, sc_rope_freqs
+from rfa_torch import causal_mask, init_complex_projections, init_variant_layer, inv_softplus
 
 AFA_PRECISIONS = ("channel_sum", "one_channel", "weighted")
 
@@ -56,49 +56,23 @@ class MultiheadAFA(nn.Module):
     def __init__(self, args, n_heads=None, input_dim=None, d_k_total=None, d_v_total=None):
         super().__init__()
         a = args
-        self.args = a
-        H = n_heads or a.n_heads
-        d_e = input_dim or a.d_e
-        dk_tot = d_k_total or a.d_k_total
-        dv_tot = d_v_total or a.d_v_total
-        if dk_tot != dv_tot:
-            raise ValueError("d_k_total != d_v_total: AFA's queries, keys and values share the D channels")
-        assert dk_tot % H == 0
-        # What section 12 refuses with AFA, naming the field.
-        refuse_rfa_only_features(a, "AFA")
         prec = getattr(a, "afa_precision", "channel_sum")
-        if prec not in AFA_PRECISIONS:
-            raise ValueError("afa_precision: expected one of %s, found %r" % (AFA_PRECISIONS, prec))
-        self.n_heads, self.d_e = H, d_e
-        self.layer_index = 0
-        D = dk_tot // H
-        self.d_k_head = self.d_v_head = D
-        self.d_k_total, self.d_v_total = dk_tot, dv_tot
-        if a.use_complex_conj_constraint and D % 2:
-            raise ValueError("use_complex_conj_constraint needs an even head dim (conjugate pairs)")
-        c = getattr(a, "afa_precision_channel", 0)
-        if prec == "one_channel" and not 0 <= c < D:
-            raise ValueError("afa_precision_channel: %d not in [0, %d)" % (c, D))
-        if getattr(a, "afa_eps", 1e-5) < 0:
-            raise ValueError("afa_eps must be >= 0")
-        if getattr(a, "afa_pred_dt", 1.0) < 0:
-            raise ValueError("afa_pred_dt must be >= 0")
 
-        self.W_q = nn.Linear(d_e, 2 * dk_tot)
-        self.W_k = nn.Linear(d_e, 2 * dk_tot)
-        self.W_v = nn.Linear(d_e, 2 * dv_tot)
-        self.W_o = nn.Linear(2 * dv_tot, d_e)
+        def check(D):  # AFA's own fields (section 12), once the sizes are known
+            if prec not in AFA_PRECISIONS:
+                raise ValueError("afa_precision: expected one of %s, found %r" % (AFA_PRECISIONS, prec))
+            c = getattr(a, "afa_precision_channel", 0)
+            if prec == "one_channel" and not 0 <= c < D:
+                raise ValueError("afa_precision_channel: %d not in [0, %d)" % (c, D))
+            if getattr(a, "afa_eps", 1e-5) < 0:
+                raise ValueError("afa_eps must be >= 0")
+            if getattr(a, "afa_pred_dt", 1.0) < 0:
+                raise ValueError("afa_pred_dt must be >= 0")
 
-        # Frequencies: exactly RFA's rule and initialisation (buffer unless learn_rotations).
-        W = D // 2 if a.use_complex_conj_constraint else D
-        sc_omega, _ = sc_rope_freqs(H, W, a.damping, a.zero_frac)
-        omega0 = sc_omega if a.use_SC_RoPE else rope_freqs(H, W)
-        if a.zero_rotations:
-            omega0 = torch.zeros_like(omega0)
-        if a.learn_rotations:
-            self.omega_v = nn.Parameter(omega0)
-        else:
-            self.register_buffer("omega_v", omega0)
+        # Sizes, the refused RFA-only features, the projections and RFA's frequencies.
+        z = init_variant_layer(self, a, "AFA", "AFA's queries, keys and values share the D channels",
+                               n_heads, input_dim, d_k_total, d_v_total, check)
+        H, D, W, omega0 = z.H, z.D, z.W, z.omega0
 
         # Decays (always learned): mu = s sig(afa_mu_v). Initialisation: H*W physical decays
         # log-linear over RFA's range [0.01, 0.95] (as RFA's fixed decays: per time unit, times
@@ -136,7 +110,7 @@ class MultiheadAFA(nn.Module):
             self.afa_weight_bias_v = nn.Parameter(inv_softplus(torch.full((H,), _WEIGHT_BIAS_INIT)))
 
         # Projections: RFA's initialisation.
-        init_complex_projections(self, d_e, dk_tot, dv_tot)
+        init_complex_projections(self, z.d_e, z.dk_tot, z.dv_tot)
 
     # -- physical parameters (docs/variant-afa.md section 12) -----------------------------
     def decay_scale(self):

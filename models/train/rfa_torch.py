@@ -248,6 +248,52 @@ def refuse_rfa_only_features(a, who):
         raise ValueError("stationary_values: %s layers need stationary (rotated) values" % who)
 
 
+def init_variant_layer(m, a, who, shared, n_heads, input_dim, d_k_total, d_v_total, check=None):
+    """The set-up the AFA and RT-RFA modules share (afa_torch.MultiheadAFA, rt_torch.MultiheadRT),
+    written once: the sizes (`shared` says how queries, keys and values share the head's D), the RFA-only features
+    the layer refuses (refuse_rfa_only_features), the variant's own fields (`check(D)`, raising
+    ValueError), the four projections (created here; the module initialises them with
+    init_complex_projections once its own parameters exist, keeping the RNG draws in order) and
+    RFA's frequency rule and initialisation (`omega_v`, a buffer unless learn_rotations).
+    Returns the sizes and the frequency bank: H, D, W (frequencies per head), d_e, dk_tot, dv_tot,
+    omega0 [H, W] and the SC-RoPE bank's decays sc_mu [H]."""
+    m.args = a
+    H = n_heads or a.n_heads
+    d_e = input_dim or a.d_e
+    dk_tot = d_k_total or a.d_k_total
+    dv_tot = d_v_total or a.d_v_total
+    if dk_tot != dv_tot:
+        raise ValueError("d_k_total != d_v_total: " + shared)
+    assert dk_tot % H == 0
+    refuse_rfa_only_features(a, who)
+    m.n_heads, m.d_e = H, d_e
+    m.layer_index = 0
+    D = dk_tot // H
+    m.d_k_head = m.d_v_head = D
+    m.d_k_total, m.d_v_total = dk_tot, dv_tot
+    if a.use_complex_conj_constraint and D % 2:
+        raise ValueError("use_complex_conj_constraint needs an even head dim (conjugate pairs)")
+    if check is not None:
+        check(D)
+
+    m.W_q = nn.Linear(d_e, 2 * dk_tot)
+    m.W_k = nn.Linear(d_e, 2 * dk_tot)
+    m.W_v = nn.Linear(d_e, 2 * dv_tot)
+    m.W_o = nn.Linear(2 * dv_tot, d_e)
+
+    # Frequencies: exactly RFA's rule and initialisation (buffer unless learn_rotations).
+    W = D // 2 if a.use_complex_conj_constraint else D
+    sc_omega, sc_mu = sc_rope_freqs(H, W, a.damping, a.zero_frac)
+    omega0 = sc_omega if a.use_SC_RoPE else rope_freqs(H, W)
+    if a.zero_rotations:
+        omega0 = torch.zeros_like(omega0)
+    if a.learn_rotations:
+        m.omega_v = nn.Parameter(omega0)
+    else:
+        m.register_buffer("omega_v", omega0)
+    return SimpleNamespace(H=H, D=D, W=W, d_e=d_e, dk_tot=dk_tot, dv_tot=dv_tot, omega0=omega0, sc_mu=sc_mu)
+
+
 class MultiheadIsotropicRFA(nn.Module):
     def __init__(self, args, n_heads=None, input_dim=None, d_k_total=None, d_v_total=None):
         super().__init__()

@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from rfa_torch import causal_mask, init_complex_projections, log_linear_decays, refuse_rfa_only_features, rope_freqs, sc_rope_freqs
+from rfa_torch import causal_mask, init_complex_projections, init_variant_layer, log_linear_decays
 
 RT_COVARIANCES = ("stationary", "ou_rate")
 RT_KERNELS = ("student_t", "gaussian")
@@ -65,47 +65,21 @@ class MultiheadRT(nn.Module):
     def __init__(self, args, n_heads=None, input_dim=None, d_k_total=None, d_v_total=None):
         super().__init__()
         a = args
-        self.args = a
-        H = n_heads or a.n_heads
-        d_e = input_dim or a.d_e
-        dk_tot = d_k_total or a.d_k_total
-        dv_tot = d_v_total or a.d_v_total
-        if dk_tot != dv_tot:
-            raise ValueError("d_k_total != d_v_total: RT-RFA's queries, keys and values share the D complex dims")
-        assert dk_tot % H == 0
-        # What section 13 refuses with RT, naming the field.
-        refuse_rfa_only_features(a, "RT")
         cov = getattr(a, "rt_covariance", "stationary")
-        if cov not in RT_COVARIANCES:
-            raise ValueError("rt_covariance: expected one of %s, found %r" % (RT_COVARIANCES, cov))
         ker = getattr(a, "rt_kernel", "student_t")
-        if ker not in RT_KERNELS:
-            raise ValueError("rt_kernel: expected one of %s, found %r" % (RT_KERNELS, ker))
-        if not getattr(a, "rt_eps", 1e-6) >= 0:
-            raise ValueError("rt_eps must be >= 0")
-        self.n_heads, self.d_e = H, d_e
-        self.layer_index = 0
-        D = dk_tot // H
-        self.d_k_head = self.d_v_head = D
-        self.d_k_total, self.d_v_total = dk_tot, dv_tot
-        if a.use_complex_conj_constraint and D % 2:
-            raise ValueError("use_complex_conj_constraint needs an even head dim (conjugate pairs)")
 
-        self.W_q = nn.Linear(d_e, 2 * dk_tot)
-        self.W_k = nn.Linear(d_e, 2 * dk_tot)
-        self.W_v = nn.Linear(d_e, 2 * dv_tot)
-        self.W_o = nn.Linear(2 * dv_tot, d_e)
+        def check(D):  # RT-RFA's own fields (section 13)
+            if cov not in RT_COVARIANCES:
+                raise ValueError("rt_covariance: expected one of %s, found %r" % (RT_COVARIANCES, cov))
+            if ker not in RT_KERNELS:
+                raise ValueError("rt_kernel: expected one of %s, found %r" % (RT_KERNELS, ker))
+            if not getattr(a, "rt_eps", 1e-6) >= 0:
+                raise ValueError("rt_eps must be >= 0")
 
-        # Frequencies: exactly RFA's rule and initialisation (buffer unless learn_rotations).
-        W = D // 2 if a.use_complex_conj_constraint else D
-        sc_omega, sc_mu = sc_rope_freqs(H, W, a.damping, a.zero_frac)
-        omega0 = sc_omega if a.use_SC_RoPE else rope_freqs(H, W)
-        if a.zero_rotations:
-            omega0 = torch.zeros_like(omega0)
-        if a.learn_rotations:
-            self.omega_v = nn.Parameter(omega0)
-        else:
-            self.register_buffer("omega_v", omega0)
+        # Sizes, the refused RFA-only features, the projections and RFA's frequencies.
+        z = init_variant_layer(self, a, "RT", "RT-RFA's queries, keys and values share the D complex dims",
+                               n_heads, input_dim, d_k_total, d_v_total, check)
+        H, sc_mu = z.H, z.sc_mu
 
         # Radial decay (always learned): mu = s sig(rt_mu_v). Initialisation: the physical per-head
         # decays RFA's module would use with the same arguments (section 4: "as RFA's decay"): the
@@ -131,7 +105,7 @@ class MultiheadRT(nn.Module):
         self.rt_beta_v = full(_BETA_RAW_INIT)
 
         # Projections: RFA's initialisation.
-        init_complex_projections(self, d_e, dk_tot, dv_tot)
+        init_complex_projections(self, z.d_e, z.dk_tot, z.dv_tot)
 
     # -- physical parameters (docs/variant-rt.md section 13) ------------------------------
     def decay_scale(self):

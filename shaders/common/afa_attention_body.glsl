@@ -1,7 +1,7 @@
 // The fused AFA kernel: Adaptive Filter Attention, memory-optimised form (docs/variant-afa.md §4),
 // over the caches the RFA rotate pass fills (Q~, K~, V~ rotated by e^{-i omega_k t}, so a key's
-// rotation to the query's time is already in the frame). Included by afa_attention.comp and
-// afa_attention_kv16.comp.
+// rotation to the query's time is already in the frame). The body of the kernels afa_attention and
+// afa_attention_kv16 (shaders/variants.cmake).
 //
 // Per pair (i, j): the logit and the channels' decays e_k = exp(-mu_k |l|) from common/afa_pair.glsl
 // (shared with the probe, which must reproduce these weights), then
@@ -11,9 +11,8 @@
 // Epilogue: normalise, optional mix with the query's own value, counter-rotate by omega_k t_i,
 // and the prediction e^{lambda_k h} (a per-channel complex factor the host computes in double).
 //
-// Threads: BQ rows per workgroup, S threads per row splitting its keys (S > 1 for decode steps),
-// merged through shared memory; keys staged in shared tiles of BK (GPUs) or read from the cache
-// (DIRECT_KV, CPU devices). The head's channel parameters sit in shared memory.
+// Threads, tiles and the merge of a row's split keys: the walk shared with RT-RFA
+// (common/pair_attention_walk.glsl). The head's channel parameters sit in shared memory.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
@@ -60,63 +59,20 @@ layout(push_constant) uniform Push { AttentionPush pc; };
 // The pair logit's keys: `key` is the key's cache cell (DIRECT_KV) or its row in the shared tile.
 vec2 afa_key(uint key, uint k) { return DIRECT_KV ? KV_LOAD(Kc[key * D + k]) : sk[key * D + k]; }
 
-void main() {
-  const uint tid = gl_LocalInvocationID.x;
-  const uint rloc = tid / S, sidx = tid % S;
-  const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-  const uint q0 = gl_WorkGroupID.x * BQ;
-  const uint qi = q0 + rloc;
-  const bool row_live = qi < pc.n_new;
-  const uint pos0 = span.pos0, kv_len = span.kv_len;
-  const uint i = pos0 + qi;
-  const uint base = (b * pc.heads + h) * pc.capacity;
-  const uint icell = base + slot_of(i);
-  const uint tbase = b * pc.capacity;
-  const uint HD = pc.heads * D;
-  const vec4 hv = afa[2 * HD + h];  // (nu, alpha^2, b, eps)
+// The walk's pair terms (common/pair_attention_walk.glsl): the keys' decays e_k stay in registers
+// between the logit and the value sum.
+void pair_stage(uint j0, uint nk, uint base, uint tid) {}
 
-  afa_load_head(h, HD, tid, WG);
-  barrier();
+void pair_visit(const vec2 q[D], PairRow r, uint base, uint ks, uint jj, float lag, inout float m, inout float l,
+                inout vec2 acc[D]) {
+  float ek[D];
+  const float logit = afa_pair_logit(q, r.qn, DIRECT_KV ? base + ks : jj, lag, r.hv, ek);
+  const float p = online_softmax_add(logit, m, l, acc);
+  [[unroll]] for (uint k = 0; k < D; ++k) acc[k] += (p * ek[k]) * walk_value(base, ks, jj, k);
+}
 
-  const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
-  vec2 q[D];
-  const float qn = afa_load_query(icell, row_live, q);
-  float m = NEG_INF, l = 0.0;
-  vec2 acc[D];
-  [[unroll]] for (uint k = 0; k < D; ++k) acc[k] = vec2(0.0);
-
-  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
-  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
-  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;
-  const uint row_first = CAUSAL ? first_key(i) : 0;
-
-  for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
-    const uint nk = min(BK, kv_end - j0);
-    if (!DIRECT_KV) {
-      stage_key_tile(j0, nk, base, tbase, tid);
-      barrier();
-    }
-    if (row_live) {
-      const uint jend = CAUSAL ? (i + 1 > j0 ? min(nk, i + 1 - j0) : 0) : nk;
-      const uint jbeg = row_first > j0 ? row_first - j0 : 0;
-      for (uint jj = jbeg + sidx; jj < jend; jj += S) {
-        const uint ks = slot_of(j0 + jj);
-        float ek[D];
-        const float logit = afa_pair_logit(q, qn, DIRECT_KV ? base + ks : jj, afa_lag(ti, walk_time(tbase, ks, jj)), hv, ek);
-        const float p = online_softmax_add(logit, m, l, acc);
-        [[unroll]] for (uint k = 0; k < D; ++k) acc[k] += (p * ek[k]) * walk_value(base, ks, jj, k);
-      }
-    }
-    if (!DIRECT_KV) barrier();
-  }
-
-  if (S > 1) merge_row_splits(tid, rloc, sidx, m, l, acc);  // decode steps split a row's keys
-  if (!row_live || sidx != 0) return;
-
-  // Epilogue: normalise, mix, counter-rotate by omega_k t_i, predict by e^{lambda_k h}.
-  const bool has_keys = l > 0.0;
-  const float inv_l = has_keys ? 1.0 / l : 0.0;
-  const uint orow = (b * pc.n_new + qi) * 2 * HD;
+// Epilogue: normalise, mix, counter-rotate by omega_k t_i, predict by e^{lambda_k h}.
+void pair_epilogue(PairRow r, uint h, uint HD, uint icell, uint orow, vec2 ti, float inv_l, vec2 acc[D]) {
   [[unroll]] for (uint k = 0; k < D; ++k) {  // unrolled: acc[k] stays in registers
     const vec4 x = afa[HD + h * D + k];  // gate, w, e^{lambda h}
     vec2 z = acc[k] * inv_l;
@@ -125,6 +81,6 @@ void main() {
     attn_out[orow + h * D + k] = z.x;
     attn_out[orow + HD + h * D + k] = z.y;
   }
-  row_max[icell] = has_keys ? m : NEG_INF;
-  row_sum[icell] = l;
 }
+
+#include "pair_attention_walk.glsl"

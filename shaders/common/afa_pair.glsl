@@ -15,8 +15,8 @@
 // more exponentials per pair.
 //
 // The including shader declares the spec constants D, PREC, PCHAN and UNITARY, the layer table
-// `afa` (vec4s, ops/afa_attention.cpp's afa_layer_table) and the Q cache `Qc`, enables
-// GL_EXT_control_flow_attributes, and defines afa_key (below). Every loop over a pair's D channels
+// `afa` (vec4s, ops/afa_attention.cpp's afa_layer_table) and the Q cache `Qc`, includes
+// rfa_cache_ring.glsl, enables GL_EXT_control_flow_attributes, and defines afa_key (below). Every loop over a pair's D channels
 // is unrolled: lavapipe caps an invocation's loop iterations, and q[] and ek[] stay in registers.
 #ifndef AFA_PAIR_GLSL
 #define AFA_PAIR_GLSL
@@ -63,10 +63,6 @@ float afa_load_query(uint icell, bool live, out vec2 q[D]) {
   return qn;
 }
 
-// |t_i - t_j| from (hi, lo) timestamps: the decay and the covariance use |l| (non-causal layers
-// see l < 0); the rotation is already in the caches' frame.
-float afa_lag(vec2 ti, vec2 tj) { return abs((ti.x - tj.x) + (ti.y - tj.y)); }
-
 // The logit of query q (|q|^2 = qn, from afa_load_query) against key `key` at lag |l| = lag, with the
 // head's hv = (nu, alpha^2, b, eps); ek receives e_k = exp(-mu_k lag).
 float afa_pair_logit(const vec2 q[D], float qn, uint key, float lag, vec4 hv, out float ek[D]) {
@@ -90,5 +86,57 @@ float afa_pair_logit(const vec2 q[D], float qn, uint key, float lag, vec4 hv, ou
   // smallest normal float, so such keys dominate the row but the sums stay finite.
   return hv.y == 0.0 ? 0.0 : -hv.y * log(max(arg, 1.17549435e-38));
 }
+
+// The pair terms as the walks over keys ask for them (common/pair_attention_walk.glsl,
+// pair_probe_walk.glsl; RT-RFA's are in rt_pair.glsl):
+//   PairRow            what a query row keeps while it walks: the head's (nu, alpha^2, b, eps), |q|^2
+//   PAIR_HEAD_SHARED   1: pair_head fills shared memory, and the walk places a barrier after it
+//   pair_head          the head's channels into shared memory (threads tid = 0..n-1)
+//   pair_row           the row of query cell icell (q gets the query), HD = H * D
+//   pair_q_norm2       |q|^2 of the scored query (the tomography's radius)
+//   pair_cell_logit    the logit against the key of cache cell jc at lag |l| = lag, and the pair's
+//                      decay of the probe's A: the channel mean (1/D) sum_k e_k
+//   pair_cross         Re(q^H k) of the scored vectors (k of cache cell jc, projected per channel
+//                      under the unitary switch as q is): the tomography's s = pair_cross / |q|
+//   pair_counts        whether a key with this logit takes part in the row (every AFA key does)
+// The lag is pair_lag (common/rfa_cache_ring.glsl): the decay and the covariance use |l|, the
+// rotation is already in the caches' frame.
+struct PairRow {
+  vec4 hv;  // (nu, alpha^2, b, eps)
+  float qn;  // |q|^2
+};
+#define PAIR_HEAD_SHARED 1
+
+void pair_head(uint h, uint HD, uint tid, uint n) { afa_load_head(h, HD, tid, n); }
+
+PairRow pair_row(uint h, uint HD, uint icell, bool live, out vec2 q[D]) {
+  PairRow r;
+  r.hv = afa[2 * HD + h];
+  r.qn = afa_load_query(icell, live, q);
+  return r;
+}
+
+float pair_q_norm2(PairRow r) { return r.qn; }
+
+float pair_cell_logit(const vec2 q[D], PairRow r, uint jc, float lag, out float decay) {
+  float ek[D];
+  const float logit = afa_pair_logit(q, r.qn, jc, lag, r.hv, ek);
+  float mass = 0.0;
+  [[unroll]] for (uint k = 0; k < D; ++k) mass += ek[k];
+  decay = mass / float(D);
+  return logit;
+}
+
+float pair_cross(const vec2 q[D], uint jc) {
+  float c = 0.0;
+  [[unroll]] for (uint k = 0; k < D; ++k) {
+    vec2 kk = afa_key(jc, k);
+    if (UNITARY) kk = unit_channel(kk);
+    c += dot(q[k], kk);
+  }
+  return c;
+}
+
+bool pair_counts(float logit) { return true; }
 
 #endif

@@ -1,7 +1,8 @@
 // Attention tomography of one (batch row, head) of an AFA layer (docs/DIAGNOSTICS.md §2, §3): the
 // per-pair work of the diagnostics recomputed from the caches like afa_probe, with AFA's own pair
 // logit (common/afa_pair.glsl, the fused kernel's arithmetic) scaled by a temperature alpha.
-// Included by afa_tomography.comp and afa_tomography_kv16.comp.
+// The body of the kernels afa_tomography and afa_tomography_kv16 (shaders/variants.cmake).
+// The walk (both modes) is common/pair_tomography_walk.glsl, shared with RT-RFA.
 //
 // q and k are the vectors the kernel scores with: Q~_i and K~_j of the caches (the stationary
 // frame), each channel projected to unit modulus under the unitary switch. s_ij = u_i . k_j =
@@ -43,66 +44,4 @@ layout(push_constant) uniform Push { TomographyPush pc; };
 
 vec2 afa_key(uint cell, uint k) { return KV_LOAD(Kc[cell * D + k]); }
 
-// Re(q^H k) of the scored vectors (k projected per channel under the unitary switch, as q is).
-float afa_cross(const vec2 q[D], uint key) {
-  float c = 0.0;
-  [[unroll]] for (uint k = 0; k < D; ++k) {
-    vec2 kk = afa_key(key, k);
-    if (UNITARY) kk = unit_channel(kk);
-    c += dot(q[k], kk);
-  }
-  return c;
-}
-
-void main() {
-  const uint rows = pc.r1 - pc.r0, cols = pc.c1 - pc.c0;
-  afa_load_head(pc.h, pc.heads * D, gl_LocalInvocationID.x, gl_WorkGroupSize.x);
-  barrier();
-  const uint base = (pc.b * pc.heads + pc.h) * pc.capacity, tbase = pc.b * pc.capacity;
-  const vec4 hv = afa[2 * pc.heads * D + pc.h];  // (nu, alpha^2, b, eps)
-  if (MODE == 0) {
-    const uint lid = gl_LocalInvocationID.x;
-    const uint r = pc.row_base + gl_WorkGroupID.x;  // < rows: one group per row
-    const uint i = pc.r0 + r;
-    const uint ic = base + slot_of(i);
-    const vec2 ti = ts[tbase + slot_of(i)];
-    vec2 q[D];
-    const float qn = afa_load_query(ic, true, q);
-    const float qabs = sqrt(qn);
-    const float inv_q = qabs > 0.0 ? 1.0 / qabs : 0.0;
-    const uint kend = i >= pc.filled ? 0 : (CAUSAL ? i + 1 : pc.filled);
-    const uint kbeg = CAUSAL ? first_key(i) : 0;
-    State st = tomo_empty();
-    for (uint j = kbeg + lid; j < kend; j += 64) {
-      const uint jc = base + slot_of(j);
-      const float lag = afa_lag(ti, ts[tbase + slot_of(j)]);
-      float ek[D];
-      const float logit = afa_pair_logit(q, qn, jc, lag, hv, ek);
-      tomo_add(st, logit, afa_cross(q, jc) * inv_q, lag, pc.alpha);
-    }
-    tomo_finish(st, lid, r, qabs);
-  } else {
-    const uint gid = gl_GlobalInvocationID.x;
-    if (gid >= rows * cols) return;
-    const uint r = gid / cols;
-    const uint i = pc.r0 + r, j = pc.c0 + gid % cols;
-    const bool masked = (CAUSAL && (j > i || j < first_key(i))) || j >= pc.filled || i >= pc.filled;
-    float v = 0.0;
-    const float m = rows_out[r * ROW_STRIDE + 0], l = rows_out[r * ROW_STRIDE + 1];
-    if (!masked && l > 0.0) {
-      const uint ic = base + slot_of(i);
-      vec2 q[D];
-      const float qn = afa_load_query(ic, true, q);
-      float ek[D];
-      const float logit =
-          afa_pair_logit(q, qn, base + slot_of(j), afa_lag(ts[tbase + slot_of(i)], ts[tbase + slot_of(j)]), hv, ek);
-      v = exp(pc.alpha * logit - m) / l;
-      if (pc.decayed != 0) {
-        float mass = 0.0;
-        [[unroll]] for (uint k = 0; k < D; ++k) mass += ek[k];
-        v *= mass / float(D);
-      }
-    }
-    p_out[gid] = v;
-  }
-}
+#include "pair_tomography_walk.glsl"

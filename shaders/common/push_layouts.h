@@ -25,7 +25,7 @@ struct LinearPush {  // linear.comp, linear_direct.comp, linear_gemv.comp: y[M, 
   uint has_bias;
 };
 
-struct SamplePush {  // common/sample_body.glsl (sample.comp, sample_f64.comp)
+struct SamplePush {  // common/sample_body.glsl (the kernels sample, sample_f64)
   uint rows, V;
   uint logits_offset;  // floats
   uint row_stride;     // floats between rows
@@ -36,11 +36,11 @@ struct RingAppendPush {  // ring_append.comp
   uint batch, n_new, capacity, width;
 };
 
-struct RotatePush {  // rfa_rotate.comp
+struct RotatePush {  // common/rfa_rotate_body.glsl
   uint batch, n_new, capacity, heads;
 };
 
-// common/attention_body.glsl (rfa_attention*.comp, sdpa*.comp and their split-k reduce passes).
+// common/attention_body.glsl (the rfa_attention* and sdpa* kernels and their split-k reduce passes).
 struct AttentionPush {
   uint n_new;     // query rows per batch row in this call
   uint capacity;  // cache slots per (batch row, head)
@@ -62,12 +62,12 @@ struct CurvesPush {  // rfa_curves.comp, rfa_lag_table.comp
   uint n_lags, heads;
 };
 
-struct ProbePush {  // rfa_probe.comp
+struct ProbePush {  // common/rfa_probe_body.glsl (and the AFA and RT probes)
   uint b, h, r0, r1, c0, c1, capacity, heads, filled, window;
   float thr[4];  // row diagnostics: the lag thresholds of the mass columns
 };
 
-struct TomographyPush {  // rfa_tomography.comp
+struct TomographyPush {  // common/rfa_tomography_body.glsl (and the AFA and RT tomography)
   uint b, h, r0, r1, c0, c1, capacity, heads, filled, window;
   float alpha;
   uint decayed;

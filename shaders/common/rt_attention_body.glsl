@@ -1,8 +1,8 @@
 // The fused RT-RFA kernel: directional Robust Filter Attention on the sphere
 // (docs/variant-rt.md §3), over the caches the rotate pass fills in its UNIT mode: unit directions
 // Q~, K~, V~ rotated by e^{-i omega t}, log(m^2 + eps) per token (m = |V| before normalisation) in
-// q_norm2/k_norm2, and the unit value unrotated in v_norm. Included by rt_attention.comp and
-// rt_attention_kv16.comp.
+// q_norm2/k_norm2, and the unit value unrotated in v_norm. The body of the kernels rt_attention and
+// rt_attention_kv16 (shaders/variants.cmake).
 //
 // Per pair (i, j): the logit of common/rt_pair.glsl (log-domain precision from the pair's lag,
 // Student-t or Gaussian score; shared with the probe, rt_probe_body.glsl), then
@@ -11,8 +11,8 @@
 // T = ubar - Re(vh_i^H ubar) / |vh_i|^2 vh_i (docs/variant-rt.md §3.4), vh_i from v_norm (fp32
 // whatever the cache).
 //
-// Threads, tiles and the merge of a row's split keys are the AFA kernel's
-// (common/afa_attention_body.glsl): BQ rows x S threads, shared key tiles or the cache directly.
+// Threads, tiles and the merge of a row's split keys: the walk shared with AFA
+// (common/pair_attention_walk.glsl): BQ rows x S threads, shared key tiles or the cache directly.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
@@ -62,65 +62,22 @@ shared float slm[BK];  // the tile's log(m_j^2 + eps)
 // Key component k of a cache cell (keys read from the cache) or of a row of the shared key tile.
 vec2 rt_key(uint key, uint k) { return DIRECT_KV ? KV_LOAD(Kc[key * D + k]) : sk[key * D + k]; }
 
-void main() {
-  const uint tid = gl_LocalInvocationID.x;
-  const uint rloc = tid / S, sidx = tid % S;
-  const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-  const uint q0 = gl_WorkGroupID.x * BQ;
-  const uint qi = q0 + rloc;
-  const bool row_live = qi < pc.n_new;
-  const uint pos0 = span.pos0, kv_len = span.kv_len;
-  const uint i = pos0 + qi;
-  const uint base = (b * pc.heads + h) * pc.capacity;
-  const uint icell = base + slot_of(i);
-  const uint tbase = b * pc.capacity;
-  const uint HD = pc.heads * D;
-  const vec4 ha = rt[3 * h], hb = rt[3 * h + 1], hc = rt[3 * h + 2];
+// The walk's pair terms (common/pair_attention_walk.glsl).
+void pair_stage(uint j0, uint nk, uint base, uint tid) {
+  for (uint e = tid; e < nk; e += WG) slm[e] = k_lm2[base + slot_of(j0 + e)];
+}
 
-  const vec2 ti = row_live ? ts[tbase + slot_of(i)] : vec2(0.0);
-  vec2 q[D];
-  const float qq = rt_load_query(icell, row_live, q);  // |qh|^2: 1, or 0 for a zero query
-  // log(a_i + tau_th2): the query's angular variance a_i = S(0) / (m_i^2 + eps) plus the floor.
-  const float log_q = rt_query_log_var(hb, hc, row_live ? q_lm2[icell] : 0.0);
-  float m = NEG_INF, l = 0.0;
-  vec2 acc[D];
-  [[unroll]] for (uint k = 0; k < D; ++k) acc[k] = vec2(0.0);
+void pair_visit(const vec2 q[D], PairRow r, uint base, uint ks, uint jj, float lag, inout float m, inout float l,
+                inout vec2 acc[D]) {
+  const float lm_j = DIRECT_KV ? k_lm2[base + ks] : slm[jj];
+  const float logit = rt_pair_logit(q, r.qq, r.log_q, DIRECT_KV ? base + ks : jj, lm_j, lag, r.ha, r.hb, r.hc);
+  if (logit == NEG_INF) return;  // a zero-magnitude key carries no direction: weight 0
+  const float p = online_softmax_add(logit, m, l, acc);
+  [[unroll]] for (uint k = 0; k < D; ++k) acc[k] += p * walk_value(base, ks, jj, k);
+}
 
-  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
-  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
-  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;
-  const uint row_first = CAUSAL ? first_key(i) : 0;
-
-  for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
-    const uint nk = min(BK, kv_end - j0);
-    if (!DIRECT_KV) {
-      stage_key_tile(j0, nk, base, tbase, tid);
-      for (uint e = tid; e < nk; e += WG) slm[e] = k_lm2[base + slot_of(j0 + e)];
-      barrier();
-    }
-    if (row_live) {
-      const uint jend = CAUSAL ? (i + 1 > j0 ? min(nk, i + 1 - j0) : 0) : nk;
-      const uint jbeg = row_first > j0 ? row_first - j0 : 0;
-      for (uint jj = jbeg + sidx; jj < jend; jj += S) {
-        const uint ks = slot_of(j0 + jj);
-        const float lm_j = DIRECT_KV ? k_lm2[base + ks] : slm[jj];
-        const float logit =
-            rt_pair_logit(q, qq, log_q, DIRECT_KV ? base + ks : jj, lm_j, rt_lag(ti, walk_time(tbase, ks, jj)), ha, hb, hc);
-        if (logit == NEG_INF) continue;  // a zero-magnitude key carries no direction: weight 0
-        const float p = online_softmax_add(logit, m, l, acc);
-        [[unroll]] for (uint k = 0; k < D; ++k) acc[k] += p * walk_value(base, ks, jj, k);
-      }
-    }
-    if (!DIRECT_KV) barrier();
-  }
-
-  if (S > 1) merge_row_splits(tid, rloc, sidx, m, l, acc);  // decode steps split a row's keys
-  if (!row_live || sidx != 0) return;
-
-  // Epilogue: the consensus ubar (counter-rotated), then its tangent part at the token's own value.
-  const bool has_keys = l > 0.0;
-  const float inv_l = has_keys ? 1.0 / l : 0.0;
-  const uint orow = (b * pc.n_new + qi) * 2 * HD;
+// Epilogue: the consensus ubar (counter-rotated), then its tangent part at the token's own value.
+void pair_epilogue(PairRow r, uint h, uint HD, uint icell, uint orow, vec2 ti, float inv_l, vec2 acc[D]) {
   float proj = 0.0, vv = 0.0;
   [[unroll]] for (uint k = 0; k < D; ++k) {
     acc[k] = rfa_cmul(acc[k] * inv_l, rfa_cis(rfa_angle(omega[h * D + k], ti)));
@@ -135,6 +92,6 @@ void main() {
     attn_out[orow + h * D + k] = T.x;
     attn_out[orow + HD + h * D + k] = T.y;
   }
-  row_max[icell] = has_keys ? m : NEG_INF;
-  row_sum[icell] = l;
 }
+
+#include "pair_attention_walk.glsl"

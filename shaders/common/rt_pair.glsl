@@ -15,7 +15,8 @@
 // The head's table is three vec4 (ops/rt_attention.cpp's rt_layer_table): ha = (mu, s2t, sigma2,
 // eta2), hb = (gamma2, tau_th2, nu, kappa), hc = (beta_s, S(0), 0, 0).
 //
-// The including shader declares the spec constants D, COV and KERNEL and the Q cache `Qc`, enables
+// The including shader declares the spec constants D, COV and KERNEL, the layer table `rt`, the Q
+// cache `Qc` and the log-magnitudes `q_lm2`, `k_lm2`, includes rfa_cache_ring.glsl, enables
 // GL_EXT_control_flow_attributes, and defines rt_key (below). Every loop over a pair's D components
 // is unrolled: lavapipe caps an invocation's loop iterations, and q[] stays in registers.
 #ifndef RT_PAIR_GLSL
@@ -61,9 +62,6 @@ float rt_query_log_var(vec4 hb, vec4 hc, float lm_i) {
   return log(a_i + hb.y);
 }
 
-// |t_i - t_j| from (hi, lo) timestamps (non-causal layers see t_j > t_i).
-float rt_lag(vec2 ti, vec2 tj) { return abs((ti.x - tj.x) + (ti.y - tj.y)); }
-
 // The logit of query q (|q|^2 = qq, log(a_i + tau_th2) = log_q) against key `key` with
 // log(m_j^2 + eps) = lm_j at lag |l| = lag. -inf where log P = -inf: a zero-magnitude key (eps = 0)
 // carries no direction, its weight is 0 (the caller skips it; exp(-inf - m) would be NaN on a
@@ -89,5 +87,45 @@ float rt_pair_logit(const vec2 q[D], float qq, float log_q, uint key, float lm_j
   const float L = KERNEL == 0 ? log_p - hb.w * log(1.0 + d2 / hb.z) : log_p - d2;
   return hc.x * L;
 }
+
+// The pair terms as the walks over keys ask for them (common/pair_attention_walk.glsl,
+// pair_probe_walk.glsl; the interface is AFA's, common/afa_pair.glsl): the row keeps the head's
+// three vec4, |qh|^2 and log(a_i + tau_th2); no shared memory per head; a pair's logit is -inf for
+// a key without direction, which takes no part in the row (pair_counts), and its decay is 1 (RT-RFA
+// decays neither weights nor values: A = Ahat); pair_cross is the plain Re(qh^H kh), the cosine.
+struct PairRow {
+  vec4 ha, hb, hc;
+  float qq;     // |qh|^2
+  float log_q;  // log(a_i + tau_th2)
+};
+#define PAIR_HEAD_SHARED 0
+
+void pair_head(uint h, uint HD, uint tid, uint n) {}
+
+PairRow pair_row(uint h, uint HD, uint icell, bool live, out vec2 q[D]) {
+  PairRow r;
+  r.ha = rt[3 * h];
+  r.hb = rt[3 * h + 1];
+  r.hc = rt[3 * h + 2];
+  r.qq = rt_load_query(icell, live, q);  // |qh|^2: 1, or 0 for a zero query
+  // The query's angular variance a_i = S(0) / (m_i^2 + eps) plus the floor.
+  r.log_q = rt_query_log_var(r.hb, r.hc, live ? q_lm2[icell] : 0.0);
+  return r;
+}
+
+float pair_q_norm2(PairRow r) { return r.qq; }
+
+float pair_cell_logit(const vec2 q[D], PairRow r, uint jc, float lag, out float decay) {
+  decay = 1.0;
+  return rt_pair_logit(q, r.qq, r.log_q, jc, k_lm2[jc], lag, r.ha, r.hb, r.hc);
+}
+
+float pair_cross(const vec2 q[D], uint jc) {
+  float c = 0.0;
+  [[unroll]] for (uint k = 0; k < D; ++k) c += dot(q[k], rt_key(jc, k));
+  return c;
+}
+
+bool pair_counts(float logit) { return logit != NEG_INF; }
 
 #endif

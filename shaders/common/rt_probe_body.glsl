@@ -1,8 +1,9 @@
 // Exact attention weights of an RT-RFA layer for a rectangle of one (batch row, head), from the
 // caches and the row statistics the fused RT kernel left (ops/rfa_probe.hpp, record_rfa_probe),
 // and the row diagnostics of RFA's probe (record_rfa_row_diagnostics), with RT's pair logit
-// (common/rt_pair.glsl, the fused kernel's own arithmetic). Included by rt_probe.comp and
-// rt_probe_kv16.comp.
+// (common/rt_pair.glsl, the fused kernel's own arithmetic). The body of the kernels rt_probe and
+// rt_probe_kv16 (shaders/variants.cmake); the walk (MODE 0: the rectangle, MODE 1: the row
+// diagnostics) is common/pair_probe_walk.glsl, shared with AFA.
 //   Ahat_ij = exp(logit_ij - m_i) / l_i                     the softmax weight (rows sum to 1)
 //   A_ij    = Ahat_ij
 // RFA's A = Ahat E is the weight times the pair's decay, the mass that reaches the output. RT-RFA
@@ -10,14 +11,8 @@
 // transported by the lag, docs/variant-rt.md §3.4; mu enters only through the precision, inside
 // the logit), so the weight is the mass: A = Ahat (docs/variant-rt.md §10). The directional
 // precision P and the whitened distance d2 (probe rows of that section's table) and the curves have
-// no RT form on the GPU (the host draws the curves, rfa::head_curves).
-// MODE 0: the rectangle, one thread per cell: Ahat and A [rows, cols], masked cells 0 in both.
-// MODE 1: one thread per row of [r0, r1), over every key of the row, RFA's row diagnostics from
-//   these weights (docs/math.md §7): entropy -sum_j Ahat log Ahat, log-partition m + log l, max
-//   Ahat, expected lag sum_j A_ij |l_ij|, mass of A beyond the 4 lag thresholds: [rows, 8]. A key
-//   with logit -inf (no direction) has weight 0 and adds nothing.
-// Positions are absolute; the caches are rings (slot p % capacity) and, with a window W, key j is
-// masked for query i unless i - W < j <= i. Masked cells are 0 in both outputs.
+// no RT form on the GPU (the host draws the curves, rfa::head_curves). A key with logit -inf (no
+// direction) has weight 0 and adds nothing to the row diagnostics.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
@@ -50,65 +45,4 @@ layout(push_constant) uniform Push { ProbePush pc; };
 
 vec2 rt_key(uint cell, uint k) { return KV_LOAD(Kc[cell * D + k]); }
 
-// The logit of pair (i, j) of a live row whose query is q (|q|^2 = qq, log(a_i + tau_th2) = log_q);
-// -inf for a key without direction.
-float rt_logit(const vec2 q[D], float qq, float log_q, uint base, uint tbase, uint i, uint j, vec4 ha, vec4 hb,
-               vec4 hc) {
-  const uint jc = base + slot_of(j);
-  return rt_pair_logit(q, qq, log_q, jc, k_lm2[jc], rt_lag(ts[tbase + slot_of(i)], ts[tbase + slot_of(j)]), ha, hb, hc);
-}
-
-void main() {
-  const uint gid = gl_GlobalInvocationID.x;
-  const uint rows = pc.r1 - pc.r0, cols = pc.c1 - pc.c0;
-  const uint base = (pc.b * pc.heads + pc.h) * pc.capacity, tbase = pc.b * pc.capacity;
-  const vec4 ha = rt[3 * pc.h], hb = rt[3 * pc.h + 1], hc = rt[3 * pc.h + 2];
-  if (MODE == 0) {
-    if (gid >= rows * cols) return;
-    const uint i = pc.r0 + gid / cols, j = pc.c0 + gid % cols;
-    const bool masked = (CAUSAL && (j > i || j < first_key(i))) || j >= pc.filled || i >= pc.filled;
-    float ahat = 0.0;
-    if (!masked) {
-      const uint ic = base + slot_of(i);
-      vec2 q[D];
-      const float qq = rt_load_query(ic, true, q);
-      const float log_q = rt_query_log_var(hb, hc, q_lm2[ic]);
-      const float logit = rt_logit(q, qq, log_q, base, tbase, i, j, ha, hb, hc);
-      // A key the kernel skipped (logit -inf) has weight 0; so has every key of a row without any.
-      const float l = row_sum[ic];
-      ahat = l > 0.0 && logit != NEG_INF ? exp(logit - row_max[ic]) / l : 0.0;
-    }
-    ahat_out[gid] = ahat;
-    a_out[gid] = ahat;  // A = Ahat: no decay on RT weights or values (above)
-  } else {
-    if (gid >= rows) return;
-    const uint i = pc.r0 + gid;
-    const uint ic = base + slot_of(i);
-    const float m = row_max[ic], l = row_sum[ic];
-    const float log_l = log(l);
-    vec2 q[D];
-    const float qq = rt_load_query(ic, true, q);
-    const float log_q = rt_query_log_var(hb, hc, q_lm2[ic]);
-    const vec2 ti = ts[tbase + slot_of(i)];
-    const uint kend = i >= pc.filled ? 0 : (CAUSAL ? i + 1 : pc.filled);
-    const uint kbeg = CAUSAL ? first_key(i) : 0;
-    float ent = 0.0, mx = 0.0, el = 0.0;
-    vec4 beyond = vec4(0.0);
-    const vec4 thr = vec4(pc.thr[0], pc.thr[1], pc.thr[2], pc.thr[3]);
-    const bool any = kend > 0 && l > 0.0;
-    for (uint j = kbeg; any && j < kend; ++j) {
-      const float logit = rt_logit(q, qq, log_q, base, tbase, i, j, ha, hb, hc);
-      if (logit == NEG_INF) continue;
-      const float ahat = exp(logit - m) / l, lag = rt_lag(ti, ts[tbase + slot_of(j)]);
-      if (ahat > 0.0) ent -= ahat * (logit - m - log_l);  // log Ahat, without the rounding of exp and log
-      mx = max(mx, ahat);
-      el += ahat * lag;  // A = Ahat
-      beyond += mix(vec4(0.0), vec4(ahat), greaterThan(vec4(lag), thr));
-    }
-    ahat_out[gid * 8 + 0] = ent;
-    ahat_out[gid * 8 + 1] = any ? m + log_l : NEG_INF;
-    ahat_out[gid * 8 + 2] = mx;
-    ahat_out[gid * 8 + 3] = el;
-    for (uint k = 0; k < 4; ++k) ahat_out[gid * 8 + 4 + k] = beyond[k];
-  }
-}
+#include "pair_probe_walk.glsl"

@@ -1,7 +1,8 @@
 // Attention tomography of one (batch row, head) of an RT-RFA layer (docs/DIAGNOSTICS.md §2, §3):
 // the per-pair work of the diagnostics recomputed from the caches like rt_probe, with RT's own
 // pair logit (common/rt_pair.glsl, the fused kernel's arithmetic) scaled by a temperature alpha.
-// Included by rt_tomography.comp and rt_tomography_kv16.comp.
+// The body of the kernels rt_tomography and rt_tomography_kv16 (shaders/variants.cmake).
+// The walk (both modes) is common/pair_tomography_walk.glsl, shared with AFA.
 //
 // q and k are the vectors the kernel scores with: the unit directions qh~_i, kh~_j of the caches
 // (the stationary frame), so |q_i| = 1 (0 for a zero query) and s_ij = u_i . k_j = c_ij, the
@@ -46,51 +47,4 @@ layout(push_constant) uniform Push { TomographyPush pc; };
 
 vec2 rt_key(uint cell, uint k) { return KV_LOAD(Kc[cell * D + k]); }
 
-void main() {
-  const uint rows = pc.r1 - pc.r0, cols = pc.c1 - pc.c0;
-  const uint base = (pc.b * pc.heads + pc.h) * pc.capacity, tbase = pc.b * pc.capacity;
-  const vec4 ha = rt[3 * pc.h], hb = rt[3 * pc.h + 1], hc = rt[3 * pc.h + 2];
-  if (MODE == 0) {
-    const uint lid = gl_LocalInvocationID.x;
-    const uint r = pc.row_base + gl_WorkGroupID.x;  // < rows: one group per row
-    const uint i = pc.r0 + r;
-    const uint ic = base + slot_of(i);
-    const vec2 ti = ts[tbase + slot_of(i)];
-    vec2 q[D];
-    const float qq = rt_load_query(ic, true, q);
-    const float qabs = sqrt(qq);
-    const float inv_q = qabs > 0.0 ? 1.0 / qabs : 0.0;
-    const float log_q = rt_query_log_var(hb, hc, q_lm2[ic]);
-    const uint kend = i >= pc.filled ? 0 : (CAUSAL ? i + 1 : pc.filled);
-    const uint kbeg = CAUSAL ? first_key(i) : 0;
-    State st = tomo_empty();
-    for (uint j = kbeg + lid; j < kend; j += 64) {
-      const uint jc = base + slot_of(j);
-      const float lag = rt_lag(ti, ts[tbase + slot_of(j)]);
-      const float logit = rt_pair_logit(q, qq, log_q, jc, k_lm2[jc], lag, ha, hb, hc);
-      if (logit == NEG_INF) continue;  // no direction, no weight (above)
-      float c = 0.0;
-      [[unroll]] for (uint k = 0; k < D; ++k) c += dot(q[k], rt_key(jc, k));
-      tomo_add(st, logit, c * inv_q, lag, pc.alpha);
-    }
-    tomo_finish(st, lid, r, qabs);
-  } else {
-    const uint gid = gl_GlobalInvocationID.x;
-    if (gid >= rows * cols) return;
-    const uint r = gid / cols;
-    const uint i = pc.r0 + r, j = pc.c0 + gid % cols;
-    const bool masked = (CAUSAL && (j > i || j < first_key(i))) || j >= pc.filled || i >= pc.filled;
-    float v = 0.0;
-    const float m = rows_out[r * ROW_STRIDE + 0], l = rows_out[r * ROW_STRIDE + 1];
-    if (!masked && l > 0.0) {
-      const uint ic = base + slot_of(i), jc = base + slot_of(j);
-      vec2 q[D];
-      const float qq = rt_load_query(ic, true, q);
-      const float log_q = rt_query_log_var(hb, hc, q_lm2[ic]);
-      const float logit =
-          rt_pair_logit(q, qq, log_q, jc, k_lm2[jc], rt_lag(ts[tbase + slot_of(i)], ts[tbase + slot_of(j)]), ha, hb, hc);
-      if (logit != NEG_INF) v = exp(pc.alpha * logit - m) / l;
-    }
-    p_out[gid] = v;
-  }
-}
+#include "pair_tomography_walk.glsl"

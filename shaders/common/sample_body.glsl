@@ -1,7 +1,7 @@
 // Token sampling, one workgroup per row of logits: greedy, temperature, top-k, top-p, with the host
-// sampler's exact sorted-order semantics (rfa::Sampler::pick) and no sort. Shared by sample.comp
-// (SAMPLE_F64 0: probabilities in fp32) and sample_f64.comp (SAMPLE_F64 1: in fp64, for devices
-// with shaderFloat64).
+// sampler's exact sorted-order semantics (rfa::Sampler::pick) and no sort. Shared by the kernels
+// sample (SAMPLE_F64 0: probabilities in fp32) and sample_f64 (SAMPLE_F64 1: in fp64, for devices
+// with shaderFloat64), both listed in shaders/variants.cmake.
 //
 // The order. The host sorts by logit descending, ties by id ascending. Here every logit becomes an
 // order key sk (ascending sk = descending logit; -0 and +0 equal, as the host's == says; NaN last)

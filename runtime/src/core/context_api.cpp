@@ -39,20 +39,8 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& device, con
   return std::unique_ptr<Context>(new Context(c.take()));
 }
 
-DeviceInfo Context::device_info() const {
-  const gpu::Capabilities& c = impl_->caps();
-  DeviceInfo d;
-  d.index = impl_->device_index();
-  d.name = c.device_name;
-  d.type = c.type_name();
-  d.driver = c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
-  d.api = c.api_string();
-  d.vendor_id = c.vendor_id;
-  d.device_id = c.device_id;
-  d.device_local_bytes = c.device_local_bytes;
-  d.has_compute_queue = true;
-  return d;
-}
+// A context runs on a queue family with compute.
+DeviceInfo Context::device_info() const { return gpu::describe_device(impl_->caps(), impl_->device_index(), true); }
 
 std::string Context::capabilities_summary() const {
   const gpu::Capabilities& c = impl_->caps();

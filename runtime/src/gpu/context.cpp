@@ -100,18 +100,7 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance inst) {
 
 DeviceInfo describe(VkInstance inst, VkPhysicalDevice phys, int index) {
   int family = find_compute_family(phys);
-  Capabilities c = probe_capabilities(inst, phys, family < 0 ? 0 : (uint32_t)family);
-  DeviceInfo d;
-  d.index = index;
-  d.name = c.device_name;
-  d.type = c.type_name();
-  d.driver = c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
-  d.api = c.api_string();
-  d.vendor_id = c.vendor_id;
-  d.device_id = c.device_id;
-  d.device_local_bytes = c.device_local_bytes;
-  d.has_compute_queue = family >= 0;
-  return d;
+  return describe_device(probe_capabilities(inst, phys, family < 0 ? 0 : (uint32_t)family), index, family >= 0);
 }
 
 // Picks a device: an explicit selector (index or name substring) or the best type.
@@ -172,6 +161,20 @@ Status apply_options_limits(Capabilities& caps, const ContextOptions& options) {
 }
 
 }  // namespace
+
+DeviceInfo describe_device(const Capabilities& c, int index, bool has_compute_queue) {
+  DeviceInfo d;
+  d.index = index;
+  d.name = c.device_name;
+  d.type = c.type_name();
+  d.driver = c.driver_name + (c.driver_info.empty() ? "" : " (" + c.driver_info + ")");
+  d.api = c.api_string();
+  d.vendor_id = c.vendor_id;
+  d.device_id = c.device_id;
+  d.device_local_bytes = c.device_local_bytes;
+  d.has_compute_queue = has_compute_queue;
+  return d;
+}
 
 Result<std::vector<DeviceInfo>> list_devices_impl() {
   RFA_TRY(load_vulkan());

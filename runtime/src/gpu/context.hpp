@@ -22,6 +22,10 @@ class Allocator;
 class PipelineCache;
 struct Buffer;
 
+// The public description of a device (rfa::list_devices, rfa::Context::device_info) from its
+// capabilities: the one place a DeviceInfo is filled.
+DeviceInfo describe_device(const Capabilities& c, int index, bool has_compute_queue);
+
 class Context {
  public:
   static Result<std::unique_ptr<Context>> create(const ContextOptions& options);
