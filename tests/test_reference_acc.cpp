@@ -24,8 +24,8 @@ namespace ref = rfa::ref;
 
 namespace {
 
-using test::random_complex;
-using test::max_abs_diff;
+using rfa::test::random_complex;
+using rfa::test::max_abs_diff;
 
 constexpr double kPi = 3.14159265358979323846;
 

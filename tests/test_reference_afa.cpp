@@ -21,8 +21,8 @@ using namespace rfa::ref;
 
 namespace {
 
-using test::random_complex;
-using test::max_rel_diff;
+using rfa::test::random_complex;
+using rfa::test::max_rel_diff;
 
 // Irregular timestamps on a 1/32 grid (every sum and difference exact in double, offsets included).
 std::vector<double> grid_times(int B, int N, uint32_t seed, double offset = 0.0) {

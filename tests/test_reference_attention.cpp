@@ -19,10 +19,10 @@ using cd = std::complex<double>;
 
 namespace {
 
-using test::random_complex;
-using test::irregular_times;
-using test::all_finite;
-using test::max_abs_diff;
+using rfa::test::random_complex;
+using rfa::test::irregular_times;
+using rfa::test::all_finite;
+using rfa::test::max_abs_diff;
 
 constexpr double kPi = 3.14159265358979323846;
 

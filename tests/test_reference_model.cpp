@@ -18,17 +18,17 @@
 
 using namespace rfa;
 using cd = std::complex<double>;
-using test::make_model;
-using test::make_attention;
-using test::make_linear;
-using test::make_norm;
-using test::make_params;
-using test::tensor;
+using rfa::test::make_model;
+using rfa::test::make_attention;
+using rfa::test::make_linear;
+using rfa::test::make_norm;
+using rfa::test::make_params;
+using rfa::test::tensor;
 
 namespace {
 
-using test::all_finite;
-using test::max_abs_diff;
+using rfa::test::all_finite;
+using rfa::test::max_abs_diff;
 
 std::vector<double> random_reals(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -23,9 +23,9 @@ using namespace rfa::ref;
 
 namespace {
 
-using test::random_complex;
-using test::all_finite;
-using test::max_abs_diff;
+using rfa::test::random_complex;
+using rfa::test::all_finite;
+using rfa::test::max_abs_diff;
 
 // Non-decreasing irregular timestamps with repeats (every seventh step 0); `dyadic` rounds the steps
 // to multiples of 1/64 so that t + 1e6 is exact in double.

@@ -17,25 +17,26 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 64;  // BQ * S
-layout(constant_id = 1) const uint BQ = 64;  // query rows per workgroup
-layout(constant_id = 2) const uint S = 1;    // threads per query row
-layout(constant_id = 3) const uint BK = 32;  // keys per shared-memory tile
-layout(constant_id = 4) const uint D = 32;   // complex channels per head
-layout(constant_id = 5) const bool CAUSAL = true;
-layout(constant_id = 6) const uint PREC = 0;  // rfa::AfaPrecision
-layout(constant_id = 7) const bool UNITARY = false;
-layout(constant_id = 8) const bool MIX = false;
-layout(constant_id = 9) const bool DIRECT_KV = false;
-layout(constant_id = 10) const uint PCHAN = 0;  // the channel of PREC 1
-layout(constant_id = 11) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
-layout(constant_id = 12) const uint DC = 8;       // complex components merged per round (S > 1)
-layout(constant_id = 13) const uint RED = 1;      // WG * DC when S > 1, else 1
+#include "kernel_ids.h"  // the ids, shared with the op that sets them
+layout(local_size_x_id = kAfaAttnWG) in;
+layout(constant_id = kAfaAttnWG) const uint WG = 64;          // BQ * S
+layout(constant_id = kAfaAttnBQ) const uint BQ = 64;          // query rows per workgroup
+layout(constant_id = kAfaAttnS) const uint S = 1;             // threads per query row
+layout(constant_id = kAfaAttnBK) const uint BK = 32;          // keys per shared-memory tile
+layout(constant_id = kAfaAttnD) const uint D = 32;            // complex channels per head
+layout(constant_id = kAfaAttnCausal) const bool CAUSAL = true;
+layout(constant_id = kAfaAttnPrec) const uint PREC = 0;       // rfa::AfaPrecision
+layout(constant_id = kAfaAttnUnitary) const bool UNITARY = false;
+layout(constant_id = kAfaAttnMix) const bool MIX = false;
+layout(constant_id = kAfaAttnDirectKv) const bool DIRECT_KV = false;
+layout(constant_id = kAfaAttnPchan) const uint PCHAN = 0;     // the channel of PREC 1
+layout(constant_id = kAfaAttnKvTile) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
+layout(constant_id = kAfaAttnDC) const uint DC = 8;           // complex components merged per round (S > 1)
+layout(constant_id = kAfaAttnRED) const uint RED = 1;         // WG * DC when S > 1, else 1
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
-// The layer's table (ops/afa_attention.cpp): [H*D] (mu, sigma2, eta2, gamma2), then [H*D]
+// The layer's table (afa_layer_table.h): [H*D] (mu, sigma2, eta2, gamma2), then [H*D]
 // (mix gate, w, Re, Im of e^{lambda h}), then [H] (nu, alpha^2, b, eps).
 layout(std430, binding = 0) readonly buffer Ab { vec4 afa[]; };
 layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };  // (hi, lo) [H*D]
@@ -74,10 +75,12 @@ void pair_visit(const vec2 q[D], PairRow r, uint base, uint ks, uint jj, float l
 // Epilogue: normalise, mix, counter-rotate by omega_k t_i, predict by e^{lambda_k h}.
 void pair_epilogue(PairRow r, uint h, uint HD, uint icell, uint orow, vec2 ti, float inv_l, vec2 acc[D]) {
   [[unroll]] for (uint k = 0; k < D; ++k) {  // unrolled: acc[k] stays in registers
-    const vec4 x = afa[HD + h * D + k];  // gate, w, e^{lambda h}
+    const vec4 x = afa[HD + h * D + k];  // the second channel block: gate, w, e^{lambda h}
+    const float gate = x[kAfaMix];
+    const vec2 prediction = vec2(x[kAfaPredRe], x[kAfaPredIm]);
     vec2 z = acc[k] * inv_l;
-    if (MIX) z = (1.0 - x.x) * KV_LOAD(Vc[icell * D + k]) + x.x * z;  // in the frame: same mix
-    z = rfa_cmul(rfa_cmul(z, rfa_cis(rfa_angle(omega[h * D + k], ti))), x.zw);
+    if (MIX) z = (1.0 - gate) * KV_LOAD(Vc[icell * D + k]) + gate * z;  // in the frame: same mix
+    z = rfa_cmul(rfa_cmul(z, rfa_cis(rfa_angle(omega[h * D + k], ti))), prediction);
     attn_out[orow + h * D + k] = z.x;
     attn_out[orow + HD + h * D + k] = z.y;
   }

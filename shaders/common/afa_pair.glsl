@@ -15,11 +15,13 @@
 // more exponentials per pair.
 //
 // The including shader declares the spec constants D, PREC, PCHAN and UNITARY, the layer table
-// `afa` (vec4s, ops/afa_attention.cpp's afa_layer_table) and the Q cache `Qc`, includes
+// `afa` (vec4s, laid out by afa_layer_table.h) and the Q cache `Qc`, includes
 // rfa_cache_ring.glsl, enables GL_EXT_control_flow_attributes, and defines afa_key (below). Every loop over a pair's D channels
 // is unrolled: lavapipe caps an invocation's loop iterations, and q[] and ek[] stay in registers.
 #ifndef AFA_PAIR_GLSL
 #define AFA_PAIR_GLSL
+
+#include "afa_layer_table.h"
 
 shared vec4 sch[D];  // the head's (mu, sigma2, eta2, gamma2) per channel (mu = 0 under the unitary switch)
 shared float sw[D];  // w_k (PREC 2)
@@ -47,7 +49,7 @@ float afa_phi(float mu, float l, float e) {
 void afa_load_head(uint h, uint HD, uint tid, uint n) {
   for (uint k = tid; k < D; k += n) {
     sch[k] = afa[h * D + k];
-    sw[k] = afa[HD + h * D + k].y;
+    sw[k] = afa[HD + h * D + k][kAfaWeight];
   }
 }
 
@@ -111,7 +113,7 @@ void pair_head(uint h, uint HD, uint tid, uint n) { afa_load_head(h, HD, tid, n)
 
 PairRow pair_row(uint h, uint HD, uint icell, bool live, out vec2 q[D]) {
   PairRow r;
-  r.hv = afa[2 * HD + h];
+  r.hv = afa[kAfaBlocks * HD + h];
   r.qn = afa_load_query(icell, live, q);
   return r;
 }

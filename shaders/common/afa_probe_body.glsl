@@ -16,14 +16,15 @@
 #include "kv_storage.glsl"
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint D = 32;  // complex channels per head
-layout(constant_id = 1) const bool CAUSAL = true;
-layout(constant_id = 2) const uint PREC = 0;  // rfa::AfaPrecision
-layout(constant_id = 3) const bool UNITARY = false;
-layout(constant_id = 4) const uint PCHAN = 0;  // the channel of PREC 1
-layout(constant_id = 5) const uint MODE = 0;   // 0: rectangle of Ahat and A, 1: row diagnostics
+#include "kernel_ids.h"  // the ids, shared with the op that sets them
+layout(constant_id = kAfaReadD) const uint D = 32;         // complex channels per head
+layout(constant_id = kAfaReadCausal) const bool CAUSAL = true;
+layout(constant_id = kAfaReadPrec) const uint PREC = 0;    // rfa::AfaPrecision
+layout(constant_id = kAfaReadUnitary) const bool UNITARY = false;
+layout(constant_id = kAfaReadPchan) const uint PCHAN = 0;  // the channel of PREC 1
+layout(constant_id = kAfaReadMode) const uint MODE = 0;    // 0: rectangle of Ahat and A, 1: row diagnostics
 
-// The layer's table (ops/afa_attention.cpp's afa_layer_table): [H*D] (mu, sigma2, eta2, gamma2),
+// The layer's table (afa_layer_table.h): [H*D] (mu, sigma2, eta2, gamma2),
 // [H*D] (mix gate, w, e^{lambda h}), [H] (nu, alpha^2, b, eps). No omega: the caches hold Q~, K~
 // in one frame, where the residual needs no rotation.
 layout(std430, binding = 0) readonly buffer Ab { vec4 afa[]; };

@@ -20,14 +20,15 @@
 #include "kv_storage.glsl"
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint D = 32;  // complex channels per head
-layout(constant_id = 1) const bool CAUSAL = true;
-layout(constant_id = 2) const uint PREC = 0;  // rfa::AfaPrecision
-layout(constant_id = 3) const bool UNITARY = false;
-layout(constant_id = 4) const uint PCHAN = 0;  // the channel of PREC 1
-layout(constant_id = 5) const uint MODE = 0;   // 0: row statistics, 1: the matrix P(alpha)
+#include "kernel_ids.h"  // the ids, shared with the op that sets them
+layout(constant_id = kAfaReadD) const uint D = 32;         // complex channels per head
+layout(constant_id = kAfaReadCausal) const bool CAUSAL = true;
+layout(constant_id = kAfaReadPrec) const uint PREC = 0;    // rfa::AfaPrecision
+layout(constant_id = kAfaReadUnitary) const bool UNITARY = false;
+layout(constant_id = kAfaReadPchan) const uint PCHAN = 0;  // the channel of PREC 1
+layout(constant_id = kAfaReadMode) const uint MODE = 0;    // 0: row statistics, 1: the matrix P(alpha)
 
-// The layer's table as afa_probe_body.glsl reads it (ops/afa_attention.cpp's afa_layer_table).
+// The layer's table as afa_probe_body.glsl reads it (afa_layer_table.h).
 layout(std430, binding = 0) readonly buffer Ab { vec4 afa[]; };
 layout(std430, binding = 1) readonly buffer Tb { vec2 ts[]; };  // (hi, lo) [B, capacity]
 layout(std430, binding = 2) readonly buffer Qb { vec2 Qc[]; };

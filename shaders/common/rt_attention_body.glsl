@@ -17,23 +17,24 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
 
-layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WG = 64;  // BQ * S
-layout(constant_id = 1) const uint BQ = 64;  // query rows per workgroup
-layout(constant_id = 2) const uint S = 1;    // threads per query row
-layout(constant_id = 3) const uint BK = 32;  // keys per shared-memory tile
-layout(constant_id = 4) const uint D = 32;   // complex dims per head
-layout(constant_id = 5) const bool CAUSAL = true;
-layout(constant_id = 6) const uint COV = 0;     // rfa::RtCovariance: 0 stationary, 1 ou_rate
-layout(constant_id = 7) const uint KERNEL = 0;  // rfa::RtKernel: 0 Student-t, 1 Gaussian
-layout(constant_id = 8) const bool DIRECT_KV = false;
-layout(constant_id = 9) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
-layout(constant_id = 10) const uint DC = 8;      // complex components merged per round (S > 1)
-layout(constant_id = 11) const uint RED = 1;     // WG * DC when S > 1, else 1
+#include "kernel_ids.h"  // the ids, shared with the op that sets them
+layout(local_size_x_id = kRtAttnWG) in;
+layout(constant_id = kRtAttnWG) const uint WG = 64;          // BQ * S
+layout(constant_id = kRtAttnBQ) const uint BQ = 64;          // query rows per workgroup
+layout(constant_id = kRtAttnS) const uint S = 1;             // threads per query row
+layout(constant_id = kRtAttnBK) const uint BK = 32;          // keys per shared-memory tile
+layout(constant_id = kRtAttnD) const uint D = 32;            // complex dims per head
+layout(constant_id = kRtAttnCausal) const bool CAUSAL = true;
+layout(constant_id = kRtAttnCov) const uint COV = 0;         // rfa::RtCovariance: 0 stationary, 1 ou_rate
+layout(constant_id = kRtAttnKernel) const uint KERNEL = 0;   // rfa::RtKernel: 0 Student-t, 1 Gaussian
+layout(constant_id = kRtAttnDirectKv) const bool DIRECT_KV = false;
+layout(constant_id = kRtAttnKvTile) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
+layout(constant_id = kRtAttnDC) const uint DC = 8;           // complex components merged per round (S > 1)
+layout(constant_id = kRtAttnRED) const uint RED = 1;         // WG * DC when S > 1, else 1
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
-// The layer's table (ops/rt_attention.cpp), three vec4 per head: (mu, s2t, sigma2, eta2),
+// The layer's table (rt_layer_table.h), three vec4 per head: (mu, s2t, sigma2, eta2),
 // (gamma2, tau_th2, nu, kappa), (beta_s, S(0), 0, 0).
 layout(std430, binding = 0) readonly buffer Ab { vec4 rt[]; };
 layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };  // (hi, lo) [H*D]

@@ -12,7 +12,7 @@
 // the log form is finite at every lag (docs/variant-rt.md §3.2, §5). No decay touches the weight:
 // E enters only through S(l) and the key's variance.
 //
-// The head's table is three vec4 (ops/rt_attention.cpp's rt_layer_table): ha = (mu, s2t, sigma2,
+// The head's table is three vec4 (laid out by rt_layer_table.h): ha = (mu, s2t, sigma2,
 // eta2), hb = (gamma2, tau_th2, nu, kappa), hc = (beta_s, S(0), 0, 0).
 //
 // The including shader declares the spec constants D, COV and KERNEL, the layer table `rt`, the Q
@@ -21,6 +21,8 @@
 // is unrolled: lavapipe caps an invocation's loop iterations, and q[] stays in registers.
 #ifndef RT_PAIR_GLSL
 #define RT_PAIR_GLSL
+
+#include "rt_layer_table.h"
 
 #ifndef NEG_INF
 #define NEG_INF uintBitsToFloat(0xff800000u)
@@ -104,9 +106,10 @@ void pair_head(uint h, uint HD, uint tid, uint n) {}
 
 PairRow pair_row(uint h, uint HD, uint icell, bool live, out vec2 q[D]) {
   PairRow r;
-  r.ha = rt[3 * h];
-  r.hb = rt[3 * h + 1];
-  r.hc = rt[3 * h + 2];
+  const uint row = h * (kRtHeadStride / 4);  // three vec4 per head: rt_layer_table.h
+  r.ha = rt[row];
+  r.hb = rt[row + 1];
+  r.hc = rt[row + 2];
   r.qq = rt_load_query(icell, live, q);  // |qh|^2: 1, or 0 for a zero query
   // The query's angular variance a_i = S(0) / (m_i^2 + eps) plus the floor.
   r.log_q = rt_query_log_var(r.hb, r.hc, live ? q_lm2[icell] : 0.0);

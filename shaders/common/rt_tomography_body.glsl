@@ -22,13 +22,14 @@
 #include "kv_storage.glsl"
 
 layout(local_size_x = 64) in;
-layout(constant_id = 0) const uint D = 32;  // complex dims per head
-layout(constant_id = 1) const bool CAUSAL = true;
-layout(constant_id = 2) const uint COV = 0;     // rfa::RtCovariance: 0 stationary, 1 ou_rate
-layout(constant_id = 3) const uint KERNEL = 0;  // rfa::RtKernel: 0 Student-t, 1 Gaussian
-layout(constant_id = 4) const uint MODE = 0;    // 0: row statistics, 1: the matrix P(alpha)
+#include "kernel_ids.h"  // the ids, shared with the op that sets them
+layout(constant_id = kRtReadD) const uint D = 32;           // complex dims per head
+layout(constant_id = kRtReadCausal) const bool CAUSAL = true;
+layout(constant_id = kRtReadCov) const uint COV = 0;        // rfa::RtCovariance: 0 stationary, 1 ou_rate
+layout(constant_id = kRtReadKernel) const uint KERNEL = 0;  // rfa::RtKernel: 0 Student-t, 1 Gaussian
+layout(constant_id = kRtReadMode) const uint MODE = 0;      // 0: row statistics, 1: the matrix P(alpha)
 
-// The layer's table as rt_probe_body.glsl reads it (ops/rt_attention.cpp's rt_layer_table).
+// The layer's table as rt_probe_body.glsl reads it (rt_layer_table.h).
 layout(std430, binding = 0) readonly buffer Ab { vec4 rt[]; };
 layout(std430, binding = 1) readonly buffer Tb { vec2 ts[]; };  // (hi, lo) [B, capacity]
 layout(std430, binding = 2) readonly buffer Qb { vec2 Qc[]; };
