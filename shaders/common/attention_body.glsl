@@ -1,4 +1,4 @@
-// The fused, flash-style attention kernel shared by rfa_attention.comp (RFA_SDPA 0) and sdpa.comp
+// The fused, flash-style attention kernel shared by the kernels rfa_attention (RFA_SDPA 0) and sdpa
 // (RFA_SDPA 1), so that the benchmark's yardstick has exactly the same tiling and online softmax.
 //
 // One workgroup serves BQ query rows of one (batch row, head); S threads share each row and split
@@ -16,7 +16,7 @@
 // Variants, all of one body so that every path shares the same online softmax and epilogue:
 // - SPLIT > 1 (split-k): workgroup x = (query group, key split); each split streams its share of
 //   the keys and writes its partial state (m, l, energy m/l, unnormalised acc) to `part`; the
-//   reduce variant (RFA_REDUCE, *_reduce.comp) merges the splits of a row and runs the epilogue.
+//   reduce variant (RFA_REDUCE, the *_reduce kernels) merges the splits of a row and runs the epilogue.
 //   A decode step then launches B x H x SPLIT workgroups instead of B x H.
 // - Lag table (pc.table_lags > 0): E, B and P of integer lags come from a per-head table built
 //   by rfa_lag_table.comp with the same lag_terms() code, so a pair whose float lag is an integer

@@ -1,6 +1,6 @@
 // The viewer's readouts of an attention layer on the GPU: exact Ahat / A rectangles and row
-// diagnostics from the caches record_rfa_attention filled (shaders/rfa_probe.comp; AFA layers
-// shaders/afa_probe.comp, RT-RFA layers shaders/rt_probe.comp), per-head curves of RFA layers from
+// diagnostics from the caches record_rfa_attention filled (the kernel rfa_probe; AFA layers
+// afa_probe, RT-RFA layers rt_probe), per-head curves of RFA layers from
 // the head table (shaders/rfa_curves.comp), and the host-side regime of a head.
 #pragma once
 
@@ -16,9 +16,9 @@ namespace rfa::ops {
 
 // Exact Ahat and A of rows [r0, r1) x cols [c0, c1) (absolute positions) of (b, head), from the
 // caches and row statistics: [rows, cols] floats each, masked entries 0. Positions must be < filled.
-// AFA layers (shaders/afa_probe.comp): Ahat is the softmax weight and A = Ahat (1/D) sum_k
+// AFA layers (afa_probe): Ahat is the softmax weight and A = Ahat (1/D) sum_k
 // e^{-mu_k |l|}, the mean over channels of the decayed weight (AFA decays per channel;
-// docs/variant-afa.md §11). RT-RFA layers (shaders/rt_probe.comp): Ahat is the softmax weight and
+// docs/variant-afa.md §11). RT-RFA layers (rt_probe): Ahat is the softmax weight and
 // A = Ahat (RT decays neither weights nor values; docs/variant-rt.md §10).
 Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& cache,
                         const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,

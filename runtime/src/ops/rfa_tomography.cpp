@@ -1,5 +1,5 @@
-// The GPU half of the attention tomography: shaders/rfa_tomography.comp (AFA layers
-// shaders/afa_tomography.comp, RT-RFA layers shaders/rt_tomography.comp), mode 0 (row statistics
+// The GPU half of the attention tomography: the layer's mechanism's kernel (<key>_tomography:
+// rfa_, afa_, rt_tomography; shaders/variants.cmake), mode 0 (row statistics
 // at a temperature) and mode 1 (the matrix P(alpha) of a rectangle).
 #include "ops/rfa_tomography.hpp"
 

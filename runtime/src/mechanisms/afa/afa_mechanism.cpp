@@ -1,6 +1,6 @@
 // AFA (adaptive filter attention, memory-optimised form, docs/variant-afa.md): its tensors and
-// config rules, its table and fused kernel (afa_attention.hpp), its readouts (shaders/afa_probe.comp,
-// shaders/afa_tomography.comp), curves and summary.
+// config rules, its table and fused kernel (afa_attention.hpp), its readouts (the kernels afa_probe,
+// afa_tomography), curves and summary.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -1,6 +1,6 @@
 // RT-RFA (directional RFA on the sphere, docs/variant-rt.md): its tensors and config rules, its
 // table and fused kernel (rt_attention.hpp), the rotate pass's UNIT mode, its readouts
-// (shaders/rt_probe.comp, shaders/rt_tomography.comp), curves and summary.
+// (the kernels rt_probe, rt_tomography), curves and summary.
 #include <cmath>
 #include <string>
 #include <vector>
