@@ -143,7 +143,10 @@ std::string temp_dir(const std::string& name) {
   namespace fs = std::filesystem;
   const std::string build = environment_variable("RFA_BUILD_DIR");
   fs::path base = !build.empty() ? fs::path(build) / "test-tmp" : fs::temp_directory_path() / "rfa-test-tmp";
-  fs::path p = base / name;
+  // A suite also runs under device profiles (tests/CMakeLists.txt), maybe at the same time as
+  // itself: each profile gets its own folder.
+  const std::string profile = environment_variable("RFA_DEVICE_PROFILE");
+  fs::path p = base / (profile.empty() ? name : name + "-" + profile);
   std::error_code ec;
   fs::remove_all(p, ec);
   fs::create_directories(p, ec);
