@@ -9,16 +9,7 @@
 #include "kv_storage.glsl"
 
 layout(local_size_x = 64) in;
-#include "kernel_ids.h"  // the ids, shared with the op that sets them
-layout(constant_id = kRfaReadD) const uint D = 32;
-layout(constant_id = kRfaReadCov) const uint COV = 1;
-layout(constant_id = kRfaReadBias) const uint BIAS = 1;
-layout(constant_id = kRfaReadPrec) const uint PREC = 1;
-layout(constant_id = kRfaReadRobust) const bool ROBUST = true;
-layout(constant_id = kRfaReadFullResid) const bool FULL_RESID = true;
-layout(constant_id = kRfaReadCausal) const bool CAUSAL = true;
-layout(constant_id = kRfaReadMode) const uint MODE = 0;  // 0: rectangle of Ahat and A, 1: row diagnostics
-const bool WANT_VCOV = false;
+#include "rfa_readout_constants.glsl"  // MODE 0: rectangle of Ahat and A, 1: row diagnostics
 
 layout(std430, binding = 0) readonly buffer Hb { float hp[]; };
 layout(std430, binding = 1) readonly buffer Tb { vec2 ts[]; };
