@@ -5,6 +5,9 @@
 #   bash scripts/install-deps.sh arm64     also the arm64 cross toolchain, qemu-user and Debian's arm64 Vulkan
 #                                          loader, lavapipe and validation layer (multiarch; scripts/test-arm64.sh)
 set -euo pipefail
+# `cmd | grep -q` under pipefail is flaky: grep quits at the first match, cmd's next write gets
+# SIGPIPE and the pipeline fails although it matched. This grep reads its input to the end.
+drain_grep() { grep "$@" > /dev/null; }
 PKGS=(cmake g++ make pkg-config libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools
       spirv-tools doctest-dev nlohmann-json3-dev libglfw3-dev libimgui-dev libstb-dev xvfb xauth clang
       # the Python package (python/): its suite, and the pip install of tests/install_test.sh
@@ -18,7 +21,7 @@ for arg in "$@"; do
     windows) PKGS+=(g++-mingw-w64-x86-64-posix wine wine64 xvfb xauth) ;;
     # The cross compiler, qemu-user to run its programs, and the arm64 Vulkan stack they load.
     arm64)
-      if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+      if ! dpkg --print-foreign-architectures | drain_grep -x arm64; then
         $SUDO dpkg --add-architecture arm64
         $SUDO apt-get update -qq
       fi
@@ -29,7 +32,7 @@ for arg in "$@"; do
 done
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | drain_grep "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"

@@ -12,6 +12,9 @@
 # The GPU runs use Debian's arm64 lavapipe (mesa-vulkan-drivers:arm64, multiarch) and validation
 # layer, so the arm64 loader, driver, layer and runtime all run emulated, as on an arm64 machine.
 set -euo pipefail
+# `cmd | grep -q` under pipefail is flaky: grep quits at the first match, cmd's next write gets
+# SIGPIPE and the pipeline fails although it matched. This grep reads its input to the end.
+drain_grep() { grep "$@" > /dev/null; }
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh arm64
 
@@ -34,7 +37,7 @@ esac
 SECONDS=0
 cmake --build build-arm64 -j"$(nproc)" "${targets[@]}" >> build-arm64.log 2>&1 || { tail -50 build-arm64.log; exit 1; }
 echo "arm64: cross build took ${SECONDS} s"
-file build-arm64/rfa-run | grep -q 'ARM aarch64' || { echo "build-arm64/rfa-run is not an arm64 program"; exit 1; }
+file build-arm64/rfa-run | drain_grep 'ARM aarch64' || { echo "build-arm64/rfa-run is not an arm64 program"; exit 1; }
 
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 # The arm64 lavapipe only: the loader would otherwise try (and warn about) the host's x86-64 drivers.

@@ -21,7 +21,11 @@ catches what it should):
             public member of the Python Session (python/rfa/session.py) in docs/python.md;
   shaders   no shaders/*.comp is a bare wrapper (only #version, #extension, #define and #include
             lines): a kernel that is a body of shaders/common/ under a few switches is a line of
-            shaders/variants.cmake, which CMake turns into its wrapper.
+            shaders/variants.cmake, which CMake turns into its wrapper;
+  pipes     no shell script under `set -o pipefail` pipes into `grep -q` (grep quits at the first
+            match, the writer's next write gets SIGPIPE, and the pipeline fails at random although
+            it matched: CI failed so once on `ldd prog | grep -q lib`); such scripts grep the whole
+            input (their drain_grep).
 
 Usage: check_repo.py [SOURCE_DIR]    or    check_repo.py --self-test
 """
@@ -47,6 +51,9 @@ INTERNAL_OK = ("runtime/src/", "tests/", "tools/rfa-bench/")
 # Reading the environment: none of it in the library.
 ENV_READ = re.compile(r"getenv|GetEnvironmentVariable|_dupenv_s")
 LIBRARY_SOURCES = "runtime/src/"
+# A pipe into a grep that quits early, and the shell option that turns the writer's SIGPIPE into a failure.
+PIPE_GREP_Q = re.compile(r"\|\s*grep\s+-\w*q")
+PIPEFAIL = re.compile(r"set\s+-\w*o\s+pipefail|set\s+-o\s+pipefail")
 # The twin's headers, and who may include them (they link rfa_reference).
 TWIN_INCLUDE = re.compile(r"^(reference/[\w./-]+|rfa/reference\.hpp)$")
 TWIN_OK = ("runtime/src/reference/", "tests/", "tools/rfa-run/main.cpp", "tools/rfa-run/demo.cpp", "tools/rfa-bench/",
@@ -181,6 +188,11 @@ def check(root):
             if all(WRAPPER_LINE.match(line) for line in C_COMMENT.sub("", text).splitlines()):
                 problems.append("%s: a bare wrapper of a shaders/common body: write it as a line of "
                                 "shaders/variants.cmake" % f)
+        if (f.endswith(".sh") or f.startswith(".ci/")) and PIPEFAIL.search(text):
+            for n, line in enumerate(text.splitlines(), 1):
+                if PIPE_GREP_Q.search(line.split("#", 1)[0]):
+                    problems.append("%s:%d: a pipe into grep -q under pipefail fails at random (SIGPIPE to the "
+                                    "writer); grep the whole input (drain_grep)" % (f, n))
         if f.startswith(LIBRARY_SOURCES):
             for m in ENV_READ.finditer(text):
                 line = text.count("\n", 0, m.start()) + 1
@@ -240,6 +252,7 @@ def self_test():
             "viewer/twin.cpp": '#include "rfa/reference.hpp"\n',
             "tools/rfa-run/args.cpp": '#include "reference/model_ref.hpp"\n',
             "docs/link.md": "# L\n\n[x](sub/math.md)\n",
+            "tests/pipe.sh": "#!/bin/sh\nset -euo pipefail\nldd x | grep -q libz || exit 1\n",
             "shaders/wrap.comp": "#version 450\n// a variant\n#extension GL_GOOGLE_include_directive : require\n"
                                  "#define RFA_KV_F16 1\n#include \"body.glsl\"\n",
             C_HEADER: "int rfa_documented(int x);\nRFA_API rfa_status rfa_new_call(const rfa_session* s);\n",

@@ -4,6 +4,9 @@
 # installed rfa-run, and the Python package installed with pip into a venv of Debian's python3.
 #   install_test.sh SOURCE_DIR BUILD_DIR WORK_DIR
 set -euo pipefail
+# `cmd | grep -q` under pipefail is flaky: grep quits at the first match, cmd's next write gets
+# SIGPIPE and the pipeline fails although it matched. This grep reads its input to the end.
+drain_grep() { grep "$@" > /dev/null; }
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd) work=$3
 rm -rf "$work"
 mkdir -p "$work"
@@ -33,15 +36,15 @@ done
 diff <(cd "$src/runtime/include/rfa" && ls) <(cd "$prefix/include/rfa" && ls) || fail "installed headers differ from runtime/include/rfa"
 [ ! -e "$prefix/share/rfa/models/train" ] || fail "the training scripts are not part of the zoo"
 # The CPU twin is a library of its own: librfa has none of it, librfa_reference needs librfa.
-if nm -DC "$prefix/lib/librfa.so" | grep -q "reference_forward"; then fail "librfa.so exports the CPU twin"; fi
-nm -DC --defined-only "$prefix/lib/librfa_reference.so" | grep -q "rfa::reference_forward(" ||
+if nm -DC "$prefix/lib/librfa.so" | drain_grep "reference_forward"; then fail "librfa.so exports the CPU twin"; fi
+nm -DC --defined-only "$prefix/lib/librfa_reference.so" | drain_grep "rfa::reference_forward(" ||
   fail "librfa_reference.so does not export rfa::reference_forward"
-readelf -d "$prefix/lib/librfa_reference.so" | grep -q "NEEDED.*\[librfa\.so" || fail "librfa_reference.so does not need librfa.so"
+readelf -d "$prefix/lib/librfa_reference.so" | drain_grep "NEEDED.*\[librfa\.so" || fail "librfa_reference.so does not need librfa.so"
 
 step "installed rfa-run and rfa-make-model"
-"$prefix/bin/rfa-run" --version | grep -q "rfa-run" || fail "rfa-run --version"
+"$prefix/bin/rfa-run" --version | drain_grep "rfa-run" || fail "rfa-run --version"
 "$prefix/bin/rfa-make-model" --out "$work/made" --arch signal --layers 1 --heads 2 --d-e 8 --d-in 2 > /dev/null
-"$prefix/bin/rfa-run" --model "$work/made" --summary --json | grep -q '"architecture":"signal"' || fail "rfa-run on a made model"
+"$prefix/bin/rfa-run" --model "$work/made" --summary --json | drain_grep '"architecture":"signal"' || fail "rfa-run on a made model"
 "$prefix/bin/rfa-run" --model "$work/made" --cpu-reference --json > "$work/cpu.json" || fail "rfa-run --cpu-reference"
 grep -q 'cpu-reference' "$work/cpu.json" || fail "rfa-run --cpu-reference did not run the twin"
 
@@ -53,11 +56,11 @@ grep -q "the CPU twin (reference): TRUE" "$work/ex.log" || fail "find_package(rf
 cmake --build "$work/ex" -j2 >> "$work/ex.log" 2>&1 || { tail -40 "$work/ex.log"; fail "building the examples"; }
 uses_prefix_lib "$work/ex/hello_rfa_cpp" || fail "hello_rfa_cpp does not use the installed librfa.so"
 for s in hello_rfa_cpp_static hello_rfa_c_static; do
-  if ldd "$work/ex/$s" | grep -q librfa; then fail "$s links librfa.so"; fi
+  if ldd "$work/ex/$s" | drain_grep librfa; then fail "$s links librfa.so"; fi
 done
 models=$prefix/share/rfa/models
 "$work/ex/hello_rfa_cpp" "$models/spiral-filter"
-"$work/ex/hello_rfa_cpp" "$models/tiny-char-lm" | grep -q "^text: The " || fail "hello_rfa_cpp on the LM"
+"$work/ex/hello_rfa_cpp" "$models/tiny-char-lm" | drain_grep "^text: The " || fail "hello_rfa_cpp on the LM"
 "$work/ex/hello_rfa_cpp_static" "$models/spiral-filter" > /dev/null
 "$work/ex/hello_rfa_c_static" "$models/tiny-char-lm" > /dev/null
 "$work/ex/hello_rfa_c" "$models/tiny-char-lm"
@@ -65,8 +68,8 @@ models=$prefix/share/rfa/models
 "$work/ex/check_with_twin" "$models/spiral-filter" || fail "check_with_twin (rfa::reference)"
 "$work/ex/check_with_twin" "$models/tiny-char-lm" > /dev/null || fail "check_with_twin on the LM"
 "$work/ex/check_with_twin_static" "$models/spiral-filter" > /dev/null || fail "check_with_twin_static (rfa::reference_static)"
-if ldd "$work/ex/check_with_twin_static" | grep -q librfa; then fail "check_with_twin_static links a shared librfa"; fi
-ldd "$work/ex/check_with_twin" | grep -q "librfa_reference\.so" || fail "check_with_twin does not use librfa_reference.so"
+if ldd "$work/ex/check_with_twin_static" | drain_grep librfa; then fail "check_with_twin_static links a shared librfa"; fi
+ldd "$work/ex/check_with_twin" | drain_grep "librfa_reference\.so" || fail "check_with_twin does not use librfa_reference.so"
 uses_prefix_lib "$work/ex/check_with_twin" || fail "check_with_twin does not use the installed librfa.so"
 # Without the component the package still configures (it is optional), and a REQUIRED one is refused.
 mkdir -p "$work/nocomp/prefix"
