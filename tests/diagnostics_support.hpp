@@ -13,6 +13,7 @@
 #include "probe/linalg.hpp"
 #include "rfa/diagnostics.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 #include "test_support.hpp"
 
 namespace rfa::test {
@@ -64,7 +65,7 @@ inline std::unique_ptr<Session> run(std::shared_ptr<const Model> m, const std::v
 }
 
 inline HeadDiagnostics diagnose(Session& s, const DiagnosticsRequest& r) {
-  auto d = s.head_diagnostics(r);
+  auto d = rfa::Inspector(s).head_diagnostics(r);
   REQUIRE_MESSAGE(d.ok(), d.status().to_string());
   return d.take();
 }

@@ -24,6 +24,7 @@
 #include "reference/ops_ref.hpp"
 #include "rfa/diagnostics.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 #include "test_support.hpp"
 
 using namespace rfa;
@@ -333,7 +334,7 @@ TEST_CASE("alpha = 1 equals the plain probes (row diagnostics and the attention 
     r.decayed = decayed;
     const HeadDiagnostics d = diagnose(*s, r);
     const double th[4] = {1, 2, 4, 8};
-    auto rd = s->row_diagnostics(0, 2, 0, 10, 40, th);
+    auto rd = rfa::Inspector(*s).row_diagnostics(0, 2, 0, 10, 40, th);
     REQUIRE(rd.ok());
     std::vector<double> he, hz, hm, ge, gz, gm;
     for (size_t k = 0; k < rd->size(); ++k) {
@@ -343,7 +344,7 @@ TEST_CASE("alpha = 1 equals the plain probes (row diagnostics and the attention 
     check_close(ge, he, 1e-5, 1e-5, "entropy vs row_diagnostics");
     check_close(gz, hz, 1e-5, 1e-6, "log Z vs row_diagnostics");
     check_close(gm, hm, 1e-6, 1e-5, "max weight vs row_diagnostics");
-    auto a = s->attention(0, 2, 0, 10, 40, 3, 41, decayed);
+    auto a = rfa::Inspector(*s).attention(0, 2, 0, 10, 40, 3, 41, decayed);
     REQUIRE(a.ok());
     auto sv = singular_values(std::vector<double>(a->begin(), a->end()), 30, 38);
     REQUIRE(sv.ok());
@@ -398,7 +399,7 @@ TEST_CASE("bad arguments give errors naming the argument or the limit") {
   REQUIRE(sr.ok());
   Session& s = **sr;
   auto err = [&](const DiagnosticsRequest& r) {
-    auto d = s.head_diagnostics(r);
+    auto d = rfa::Inspector(s).head_diagnostics(r);
     REQUIRE(!d.ok());
     return d.status().message();
   };
@@ -437,7 +438,7 @@ TEST_CASE("bad arguments give errors naming the argument or the limit") {
   r = {};  // the whole 1030 x 1030 window: over the spectrum's limit, fine without it
   CHECK(err(r).find("exceeds the spectrum's 1024 per side") != std::string::npos);
   r.spectrum = false;
-  auto ok = s.head_diagnostics(r);
+  auto ok = rfa::Inspector(s).head_diagnostics(r);
   REQUIRE_MESSAGE(ok.ok(), ok.status().to_string());
   CHECK(ok->rows.size() == 1030);
   CHECK(ok->singular_values.empty());

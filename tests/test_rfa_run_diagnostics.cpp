@@ -14,6 +14,7 @@
 
 #include "model/npy.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -73,7 +74,7 @@ TEST_CASE("rfa-run --dump-diagnostics writes valid JSON equal to head_diagnostic
         req.r0 = req.c0 = -30;
         req.alpha = 1.5;
         req.sweep = {0.5, 4};
-        auto d = (*s)->head_diagnostics(req);
+        auto d = rfa::Inspector(**s).head_diagnostics(req);
         REQUIRE(d.ok());
         CHECK(r["b"] == b);
         CHECK(r["rows_window"].get<std::vector<int>>() == std::vector<int>{10, 40});
@@ -149,7 +150,7 @@ TEST_CASE("rfa-run --dump-diagnostics on the zoo's AFA and RT-RFA models equals 
         DiagnosticsRequest req;
         req.layer = l, req.head = h;
         req.r0 = req.c0 = -20;
-        auto d = (*s)->head_diagnostics(req);
+        auto d = rfa::Inspector(**s).head_diagnostics(req);
         REQUIRE(d.ok());
         close(r["erank"].get<double>(), d->erank, 1e-6, "erank");
         close(r["entropy_mean"].get<double>(), d->entropy_mean, 1e-6, "entropy_mean");

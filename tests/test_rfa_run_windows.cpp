@@ -17,6 +17,7 @@
 #include "reference/model_ref.hpp"
 #include "rfa/reference.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -150,8 +151,8 @@ TEST_CASE("the AFA twin's decayed attention is Ahat times the channel-mean decay
   for (const ReferenceAttention& c : maps) {
     CAPTURE(c.layer);
     CAPTURE(c.head);
-    auto ahat = (*s)->attention(c.layer, c.head, 0, 0, N, 0, N, false);
-    auto a = (*s)->attention(c.layer, c.head, 0, 0, N, 0, N, true);
+    auto ahat = rfa::Inspector(**s).attention(c.layer, c.head, 0, 0, N, 0, N, false);
+    auto a = rfa::Inspector(**s).attention(c.layer, c.head, 0, 0, N, 0, N, true);
     REQUIRE(ahat.ok());
     REQUIRE(a.ok());
     CHECK_CLOSE_VEC(*ahat, c.ahat, 1e-5, 1e-4);
@@ -216,7 +217,7 @@ TEST_CASE("--dump-diagnostics on the default model: the rows whose keys are cach
         CHECK(row["cols_window"] == nlohmann::json::array({w.c0, 120}));
         DiagnosticsRequest r;
         r.layer = l, r.head = h, r.r0 = w.r0, r.r1 = 120, r.c0 = w.c0, r.c1 = 120;
-        auto d = (*s)->head_diagnostics(r);
+        auto d = rfa::Inspector(**s).head_diagnostics(r);
         REQUIRE_MESSAGE(d.ok(), d.status().to_string());
         CHECK(row["entropy_mean"].get<double>() == doctest::Approx(d->entropy_mean).epsilon(1e-5));
         CHECK(row["erank"].get<double>() == doctest::Approx(d->erank).epsilon(1e-4));

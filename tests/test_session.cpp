@@ -11,6 +11,7 @@
 #include "model_factory.hpp"
 #include "reference/model_ref.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 #include "test_support.hpp"
 
 using namespace rfa;
@@ -226,7 +227,7 @@ TEST_CASE("probes of any layer equal the twin's attention matrices") {
         CAPTURE(b);
         CAPTURE(decayed);
         const int r0 = 3, r1 = 19, c0 = 1, c1 = 17;  // a sub-rectangle
-        auto a = s->attention(cap.layer, cap.head, b, r0, r1, c0, c1, decayed);
+        auto a = rfa::Inspector(*s).attention(cap.layer, cap.head, b, r0, r1, c0, c1, decayed);
         REQUIRE_MESSAGE(a.ok(), a.status().to_string());
         std::vector<double> ref;
         const auto& full = decayed ? cap.A : cap.Ahat;
@@ -243,7 +244,7 @@ TEST_CASE("probes of any layer equal the twin's attention matrices") {
       CAPTURE(cap.layer);
       CAPTURE(row);
       CAPTURE(col);
-      auto r = s->pair(cap.layer, cap.head, 1, i, j);
+      auto r = rfa::Inspector(*s).pair(cap.layer, cap.head, 1, i, j);
       REQUIRE_MESSAGE(r.ok(), r.status().to_string());
       CHECK(r->masked == (j > i));
       CHECK(r->lag == doctest::Approx(t[(size_t)N + i] - t[(size_t)N + j]));
@@ -252,20 +253,42 @@ TEST_CASE("probes of any layer equal the twin's attention matrices") {
     }
   }
   // Out-of-range probes are errors, not crashes.
-  CHECK(s->attention(2, 0, 0, 0, 1, 0, 1, false).status().code() == Code::invalid_argument);
-  CHECK(s->attention(0, 0, 0, 0, N + 1, 0, 1, false).status().code() == Code::invalid_argument);
+  CHECK(rfa::Inspector(*s).attention(2, 0, 0, 0, 1, 0, 1, false).status().code() == Code::invalid_argument);
+  CHECK(rfa::Inspector(*s).attention(0, 0, 0, 0, N + 1, 0, 1, false).status().code() == Code::invalid_argument);
   double th[4] = {1, 2, 4, 8};
-  auto d = s->row_diagnostics(0, 1, 1, 0, N, th);
+  auto d = rfa::Inspector(*s).row_diagnostics(0, 1, 1, 0, N, th);
   REQUIRE_MESSAGE(d.ok(), d.status().to_string());
   for (const auto& r : *d) {
     CHECK(r.max_weight <= 1.0 + 1e-5);
     CHECK(r.entropy >= -1e-5);
     CHECK(r.mass_beyond[0] >= r.mass_beyond[3] - 1e-6);
   }
-  auto c = s->curves(1, 0, {0.0, 1.0, 2.5, 10.0});
+  auto c = rfa::Inspector(*s).curves(1, 0, {0.0, 1.0, 2.5, 10.0});
   REQUIRE_MESSAGE(c.ok(), c.status().to_string());
   CHECK(c->decay.size() == 4);
   CHECK(c->decay[0] >= c->decay[3]);
+
+  // The 0.1 calls on Session, kept for one release, forward to the Inspector: the same results.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  auto old_a = s->attention(1, 2, 1, 3, 19, 1, 17, true);
+  auto old_p = s->pair(1, 2, 1, 9, 4);
+  auto old_d = s->row_diagnostics(0, 1, 1, 0, N, th);
+  const int old_first = s->first_full_row();
+  const std::vector<double> old_t = s->timestamps(1);
+#pragma GCC diagnostic pop
+  auto new_a = rfa::Inspector(*s).attention(1, 2, 1, 3, 19, 1, 17, true);
+  auto new_p = rfa::Inspector(*s).pair(1, 2, 1, 9, 4);
+  REQUIRE(old_a.ok());
+  REQUIRE(new_a.ok());
+  CHECK(*old_a == *new_a);
+  REQUIRE(old_p.ok());
+  CHECK(old_p->logit == new_p->logit);
+  REQUIRE(old_d.ok());
+  CHECK((*old_d)[5].entropy == (*d)[5].entropy);
+  CHECK(old_first == rfa::Inspector(*s).first_full_row());
+  CHECK(old_t == rfa::Inspector(*s).timestamps(1));
+  CHECK(old_t.size() == (size_t)N);
 }
 
 TEST_CASE("sessions reject bad input with clear errors") {

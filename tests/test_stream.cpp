@@ -13,6 +13,8 @@
 #include "reference/model_ref.hpp"
 #include "rfa/diagnostics.hpp"
 #include "rfa/session.hpp"
+#include "rfa/frames.hpp"
+#include "rfa/inspect.hpp"
 #include "test_support.hpp"
 
 using namespace rfa;
@@ -285,7 +287,7 @@ TEST_CASE("probes, timestamps and the window report of a ring that has wrapped")
   CHECK(oldest == N - S->max_context());
   CHECK(S->max_context() >= W);
   // Timestamps of the positions still held.
-  const std::vector<double> ts = S->timestamps(1);
+  const std::vector<double> ts = rfa::Inspector(*S).timestamps(1);
   REQUIRE(ts.size() == (size_t)(N - oldest));
   CHECK(ts.back() == s.t[(size_t)N + N - 1]);
   CHECK(ts.front() == s.t[(size_t)N + oldest]);
@@ -295,21 +297,21 @@ TEST_CASE("probes, timestamps and the window report of a ring that has wrapped")
   twin(*m, s, W, &probe);
   const auto& cap = probe.captures[0];
   for (bool decayed : {false, true}) {
-    auto a = S->attention(1, 2, 1, N - 4, N, oldest, N, decayed);
+    auto a = rfa::Inspector(*S).attention(1, 2, 1, N - 4, N, oldest, N, decayed);
     REQUIRE_MESSAGE(a.ok(), a.status().to_string());
     std::vector<double> want;
     for (int i = N - 4; i < N; ++i)
       for (int j = oldest; j < N; ++j) want.push_back((decayed ? cap.A : cap.Ahat)[((size_t)N + i) * N + j]);
     CHECK_CLOSE_VEC(*a, want, 1e-5, 1e-4);
   }
-  auto evicted = S->attention(1, 2, 1, 0, 1, 0, 1, false);
+  auto evicted = rfa::Inspector(*S).attention(1, 2, 1, 0, 1, 0, 1, false);
   CHECK(evicted.status().code() == Code::invalid_argument);
   CHECK(evicted.status().message().find("still in the cache") != std::string::npos);
-  auto pr = S->pair(1, 2, 1, N - 1, N - 1 - W);  // just outside the band
+  auto pr = rfa::Inspector(*S).pair(1, 2, 1, N - 1, N - 1 - W);  // just outside the band
   REQUIRE(pr.ok());
   CHECK(pr->masked);
   // The window report: the newest evicted key's lag and the bounds it gives.
-  auto rep = S->window_report(1);
+  auto rep = rfa::Inspector(*S).window_report(1);
   REQUIRE_MESSAGE(rep.ok(), rep.status().to_string());
   CHECK(rep->size() == (size_t)(m->num_layers() * m->n_heads));
   for (const auto& w : *rep) {
@@ -373,7 +375,7 @@ TEST_CASE("window options are checked") {
   o.max_context = 4;
   auto T = Session::create(test::context(), m, o);
   REQUIRE(T.ok());
-  CHECK((*T)->window_report().status().code() == Code::invalid_argument);
+  CHECK(rfa::Inspector(**T).window_report().status().code() == Code::invalid_argument);
   REQUIRE((*T)->prefill_values(std::vector<float>(4 * 5, 0.5f), 4).ok());
   CHECK((*T)->step_values(std::vector<float>(5, 0.5f)).code() == Code::input_error);
 }
@@ -395,36 +397,36 @@ TEST_CASE("asynchronous frames: a step and its maps in one submission, results w
   std::vector<float> got;
   for (int p = 0; p < N; p += 3) {
     const int n = std::min(3, N - p);
-    REQUIRE((*S)->begin_frame().ok());
+    REQUIRE(rfa::FrameScheduler(**S).begin_frame().ok());
     const SessionStats before = (*S)->stats();
     REQUIRE(feed(**S, s, p, n).ok());
     CHECK((*S)->position() == p + n);  // counted at once
     HeatmapRequest r;
     r.layer = 1;
     r.r1 = r.c1 = N;
-    REQUIRE((*S)->render_attention(**map, r).ok());
+    REQUIRE(rfa::Inspector(**S).render_attention(**map, r).ok());
     r.head = 2;
-    REQUIRE((*S)->render_attention(**thumb, r).ok());
+    REQUIRE(rfa::Inspector(**S).render_attention(**thumb, r).ok());
     // Probes and a second step inside the open frame are refused.
-    CHECK((*S)->attention(0, 0, 0, 0, 1, 0, 1, false).status().code() == Code::invalid_argument);
+    CHECK(rfa::Inspector(**S).attention(0, 0, 0, 0, 1, 0, 1, false).status().code() == Code::invalid_argument);
     CHECK(feed(**S, s, p, 1).code() == Code::invalid_argument);
-    REQUIRE((*S)->end_frame().ok());
-    REQUIRE((*S)->wait_frame().ok());
-    CHECK((*S)->frame_done());
+    REQUIRE(rfa::FrameScheduler(**S).end_frame().ok());
+    REQUIRE(rfa::FrameScheduler(**S).wait_frame().ok());
+    CHECK(rfa::FrameScheduler(**S).frame_done());
     CHECK((*S)->stats().submits - before.submits == 1);  // the step and both maps: one submission
     REQUIRE((*S)->outputs().size() == (size_t)n * V);
     got.insert(got.end(), (*S)->outputs().begin(), (*S)->outputs().end());
   }
   CHECK_CLOSE_VEC(got, std::vector<double>(want.begin(), want.end()), 1e-5, 1e-5);
   // The caches hold what a synchronous session computed: probes agree.
-  auto a = (*S)->attention(1, 2, 0, N - 3, N, 0, N, false);
+  auto a = rfa::Inspector(**S).attention(1, 2, 0, N - 3, N, 0, N, false);
   REQUIRE(a.ok());
   std::unique_ptr<Session> sync;
   run_windowed(m, s, 1000, {N}, &sync);
-  auto b = sync->attention(1, 2, 0, N - 3, N, 0, N, false);
+  auto b = rfa::Inspector(*sync).attention(1, 2, 0, N - 3, N, 0, N, false);
   REQUIRE(b.ok());
   CHECK_CLOSE_VEC(*a, std::vector<double>(b->begin(), b->end()), 1e-6, 1e-5);
-  CHECK((*S)->end_frame().code() == Code::invalid_argument);  // no frame open
+  CHECK(rfa::FrameScheduler(**S).end_frame().code() == Code::invalid_argument);  // no frame open
 }
 
 TEST_CASE("a watched row of an AFA or RT-RFA layer: its weights and its row diagnostics") {
@@ -446,14 +448,14 @@ TEST_CASE("a watched row of an AFA or RT-RFA layer: its weights and its row diag
     REQUIRE(S.ok());
     REQUIRE(feed(**S, s, 0, N - 1).ok());
     const double th[4] = {1, 2, 3, 4};
-    REQUIRE((*S)->begin_frame().ok());
+    REQUIRE(rfa::FrameScheduler(**S).begin_frame().ok());
     REQUIRE(feed(**S, s, N - 1, 1).ok());
-    REQUIRE((*S)->watch_row(1, 2, 0, N - 1, false, th).ok());
-    REQUIRE((*S)->end_frame().ok());
-    REQUIRE((*S)->wait_frame().ok());
-    const WatchedRow& w = (*S)->watched_row();
+    REQUIRE(rfa::Inspector(**S).watch_row(1, 2, 0, N - 1, false, th).ok());
+    REQUIRE(rfa::FrameScheduler(**S).end_frame().ok());
+    REQUIRE(rfa::FrameScheduler(**S).wait_frame().ok());
+    const WatchedRow& w = rfa::Inspector(**S).watched_row();
     REQUIRE(w.valid);
-    auto a = (*S)->attention(1, 2, 0, N - 1, N, 0, N, false);
+    auto a = rfa::Inspector(**S).attention(1, 2, 0, N - 1, N, 0, N, false);
     REQUIRE(a.ok());
     REQUIRE(w.weights.size() == (size_t)N);
     double sum = 0;
@@ -462,7 +464,7 @@ TEST_CASE("a watched row of an AFA or RT-RFA layer: its weights and its row diag
       sum += w.weights[(size_t)j];
     }
     CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
-    auto d = (*S)->row_diagnostics(1, 2, 0, N - 1, N, th);
+    auto d = rfa::Inspector(**S).row_diagnostics(1, 2, 0, N - 1, N, th);
     REQUIRE_MESSAGE(d.ok(), d.status().to_string());
     const RowDiagnostics& r = (*d)[0];
     CHECK(std::isfinite(w.diagnostics.entropy));
@@ -488,14 +490,14 @@ TEST_CASE("head diagnostics of a wrapped sliding-window ring agree with the row 
   req.head = 1;
   req.r0 = -8;  // the last 8 rows, each with its whole band in the ring
   req.c0 = S->oldest_position();
-  auto d = S->head_diagnostics(req);
+  auto d = rfa::Inspector(*S).head_diagnostics(req);
   REQUIRE_MESSAGE(d.ok(), d.status().to_string());
   REQUIRE(d->rows.size() == 8);
   const double th[4] = {1, 2, 4, 8};
   for (const QueryDiagnostics& q : d->rows) {
     CAPTURE(q.position);
     CHECK(q.keys == W);  // the band, not the whole stream
-    auto r = S->row_diagnostics(1, 1, 0, q.position, q.position + 1, th);
+    auto r = rfa::Inspector(*S).row_diagnostics(1, 1, 0, q.position, q.position + 1, th);
     REQUIRE(r.ok());
     CHECK(q.entropy == doctest::Approx((*r)[0].entropy).epsilon(1e-4).scale(1e-5));
     CHECK(q.log_partition == doctest::Approx((*r)[0].log_partition).epsilon(1e-4));
@@ -505,6 +507,6 @@ TEST_CASE("head diagnostics of a wrapped sliding-window ring agree with the row 
   req.r0 = 0;
   req.r1 = 10;
   req.c0 = 0;
-  auto bad = S->head_diagnostics(req);
+  auto bad = rfa::Inspector(*S).head_diagnostics(req);
   CHECK(bad.status().code() == Code::invalid_argument);
 }

@@ -22,6 +22,7 @@
 #include "reference/ops_ref.hpp"
 #include "reference/readout_ref.hpp"
 #include "rfa/diagnostics.hpp"
+#include "rfa/inspect.hpp"
 
 using namespace rfa;
 using namespace rfa::test;
@@ -180,7 +181,7 @@ TEST_CASE("AFA and RT-RFA heads: head_diagnostics against the readout twin and t
     one.sweep.clear();
     const HeadDiagnostics d1 = diagnose(*s, one);
     const double th[4] = {1, 2, 4, 8};
-    auto rd = s->row_diagnostics(0, c.head, 0, 4, N, th);
+    auto rd = rfa::Inspector(*s).row_diagnostics(0, c.head, 0, 4, N, th);
     REQUIRE_MESSAGE(rd.ok(), rd.status().to_string());
     for (size_t k = 0; k < rd->size(); ++k) {
       CHECK(d1.rows[k].entropy == doctest::Approx((*rd)[k].entropy).epsilon(1e-5).scale(1e-5));
@@ -213,7 +214,7 @@ TEST_CASE("AFA and RT-RFA heads in a sliding window: the window report and the t
                   .ok());
     }
     REQUIRE((*S)->oldest_position() > 0);
-    auto rep = (*S)->window_report(0, true);
+    auto rep = rfa::Inspector(**S).window_report(0, true);
     REQUIRE_MESSAGE(rep.ok(), rep.status().to_string());
     REQUIRE(rep->size() == 2);
     const AttentionLayer& L = m->single;

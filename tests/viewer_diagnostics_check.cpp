@@ -23,6 +23,7 @@
 #include "model/npy.hpp"
 #include "rfa/context.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -99,7 +100,7 @@ int main(int argc, char** argv) {
     rfa::DiagnosticsRequest r;
     r.layer = layer, r.head = head, r.alpha = alpha;
     r.r0 = r.c0 = -128;  // the panel's default: the last 128 rows and keys
-    auto want = (*s)->head_diagnostics(r);
+    auto want = rfa::Inspector(**s).head_diagnostics(r);
     if (!want) {
       std::fprintf(stderr, "%s\n", want.status().to_string().c_str());
       return 1;

@@ -29,6 +29,7 @@
 #include "rfa/context.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -261,7 +262,7 @@ void check_streaming(const std::string& viewer, const fs::path& dir) {
   EXPECT(s && (*s)->prefill_values(x, pos, t).ok(), "cannot run the session");
   if (!s) return;
   const double th[4] = {1, 4, 16, 64};
-  auto d = (*s)->row_diagnostics(layer, head, 0, pos - 1, pos, th);
+  auto d = rfa::Inspector(**s).row_diagnostics(layer, head, 0, pos - 1, pos, th);
   EXPECT(d.ok(), "row_diagnostics failed");
   if (!d.ok()) return;
   auto near = [](double a, double b) { return std::fabs(a - b) <= 1e-5 * std::fabs(b) + 1e-6; };

@@ -1,6 +1,8 @@
 #include "app.hpp"
 
 #include "rfa/sampler.hpp"
+#include "rfa/frames.hpp"
+#include "rfa/inspect.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -225,7 +227,7 @@ void App::update() {
   // One asynchronous frame: the step, the maps and the watched row go to the GPU as one
   // submission, and nothing here waits for it. The previous frame has finished by now (a whole
   // frame of drawing went by): its predictions and GPU times are collected first.
-  rfa::Status st = session_->begin_frame();
+  rfa::Status st = rfa::FrameScheduler(*session_).begin_frame();
   if (!st.ok()) {
     status_ = st.to_string();
     return;
@@ -242,17 +244,17 @@ void App::update() {
   const int row = selected_row_ >= 0 && selected_row_ < filled ? selected_row_ : filled - 1;
   if (row >= 0) {
     const double th[4] = {1, 4, 16, 64};
-    st = session_->watch_row(layer_, head_, 0, row, opt_.decayed, th);
+    st = rfa::Inspector(*session_).watch_row(layer_, head_, 0, row, opt_.decayed, th);
     if (!st.ok()) status_ = st.to_string();
   }
-  st = session_->end_frame();
+  st = rfa::FrameScheduler(*session_).end_frame();
   framing_ = false;
   // Wait for the frame's one submission before the panels are drawn: the watched row, the
   // predictions and the GPU times are then this frame's, so every number shown belongs to the
   // position the stream has reached (the heatmaps would be current anyway: the draw follows them
   // on the same queue). What it costs: the host builds the panels after the GPU work instead of
   // beside it, about a millisecond a frame.
-  if (st.ok()) st = session_->wait_frame();
+  if (st.ok()) st = rfa::FrameScheduler(*session_).wait_frame();
   if (!st.ok()) status_ = st.to_string();
   harvest();
   if (maps_in_flight_) {
@@ -266,7 +268,7 @@ void App::update() {
   // The sliding window's bounds for the newest position (host work only; the regimes table shows them).
   window_report_.clear();
   if (session_->window() > 0 && position() > 0) {
-    auto rep = session_->window_report(0, false);
+    auto rep = rfa::Inspector(*session_).window_report(0, false);
     if (rep) window_report_ = rep.take();
   }
 }
@@ -316,7 +318,7 @@ void App::render_maps() {
   r.vmax = (float)opt_.vmax;
   r.decades = (float)opt_.decades;
   req_ = r;
-  rfa::Status st = session_->render_attention(*map_, r);
+  rfa::Status st = rfa::Inspector(*session_).render_attention(*map_, r);
   if (!st.ok()) status_ = st.to_string();
   maps_in_flight_ = true;
   ++times_.maps;
@@ -335,7 +337,7 @@ void App::render_maps() {
     t.head = h;
     t.r0 = t.c0 = o;
     t.r1 = t.c1 = o + E;
-    st = session_->render_attention(*thumbs_[(size_t)h], t);
+    st = rfa::Inspector(*session_).render_attention(*thumbs_[(size_t)h], t);
     if (!st.ok()) status_ = st.to_string();
     ++times_.maps;
   }

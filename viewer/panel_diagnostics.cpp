@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "imgui.h"
+#include "rfa/inspect.hpp"
 
 namespace viewer {
 
@@ -43,7 +44,7 @@ void DiagnosticsPanel::compute(rfa::Session& s, const Key& k) {
   if (k.sweep) r.sweep.assign(std::begin(kSweepGrid), std::end(kSweepGrid));
   key_ = k;
   frames_since_ = 0;
-  auto d = s.head_diagnostics(r);
+  auto d = rfa::Inspector(s).head_diagnostics(r);
   if (!d) {
     error_ = d.status().message();
     have_ = false;

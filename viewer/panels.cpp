@@ -11,6 +11,7 @@
 #include "app.hpp"
 #include "imgui.h"
 #include "rfa/tokenizer.hpp"
+#include "rfa/inspect.hpp"
 #include "token_text.hpp"
 
 namespace viewer {
@@ -140,7 +141,7 @@ struct Panels {
       // regimes table; this measures the edge mass too.
       ImGui::SameLine();
       if (ImGui::Button("measure edge mass")) {
-        auto m = a.session_->window_report(0, true);
+        auto m = rfa::Inspector(*a.session_).window_report(0, true);
         if (m) a.edge_mass_ = *m;
         else a.status_ = m.status().to_string();
       }
@@ -286,7 +287,7 @@ struct Panels {
       say(true, "masked (outside the window of %d)", a.session_->window());
     } else if (a.variant() == rfa::AttentionVariant::rfa) {
       // The kernel's own terms for this pair, from the cached rotated Q/K and the row statistics.
-      auto pr = a.session_->pair(a.layer_, a.head_, 0, i, j);
+      auto pr = rfa::Inspector(*a.session_).pair(a.layer_, a.head_, 0, i, j);
       if (!pr) {
         say(true, "%s", pr.status().message().c_str());
       } else if (pr->masked) {
@@ -301,9 +302,9 @@ struct Panels {
       }
     } else {
       // AFA and RT-RFA heads: their weights from their own probes (a 1 x 1 rectangle each).
-      auto ahat = a.session_->attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, false);
-      auto am = a.session_->attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, true);
-      const auto ts = a.session_->timestamps(0);
+      auto ahat = rfa::Inspector(*a.session_).attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, false);
+      auto am = rfa::Inspector(*a.session_).attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, true);
+      const auto ts = rfa::Inspector(*a.session_).timestamps(0);
       const int o = a.session_->oldest_position();
       say(false, "lag = %.4g", ts[(size_t)(i - o)] - ts[(size_t)(j - o)]);
       if (!ahat || !am) {
@@ -347,7 +348,7 @@ struct Panels {
     ImGui::Begin("Kernels of the layer (current lags)");
     const int n = std::max(a.position() - a.session_->oldest_position(), 2);
     std::vector<double> lags((size_t)n);
-    auto ts = a.session_->timestamps(0);
+    auto ts = rfa::Inspector(*a.session_).timestamps(0);
     for (int k = 0; k < n; ++k) lags[(size_t)k] = (int)ts.size() >= n ? ts.back() - ts[(size_t)(n - 1 - k)] : k;
     const rfa::AttentionVariant v = a.variant();
     const char* cols[4] = {"E(lag)", "Vcov(lag)", "P(lag)", "B(lag)"};
@@ -451,7 +452,7 @@ struct Panels {
     place_next(L.row, force);
     ImGui::Begin("Selected query row");
     // Computed in this frame's submission (App::update watches the row and waits for the frame).
-    const rfa::WatchedRow& w = a.session_->watched_row();
+    const rfa::WatchedRow& w = rfa::Inspector(*a.session_).watched_row();
     if (!w.valid) {
       ImGui::TextDisabled("no rows yet");
       a.row_json_ = "null";

@@ -10,6 +10,7 @@
 
 #include "rfa/environment.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 #include "rfa/tokenizer.hpp"
 
 int main(int argc, char** argv) {
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
   }
   // The newest row of layer 0, head 0: Ahat sums to 1 over the keys.
   const int n = s.position();
-  auto row = s.attention(0, 0, 0, n - 1, n, 0, n, /*decayed=*/false);
+  auto row = rfa::Inspector(s).attention(0, 0, 0, n - 1, n, 0, n, /*decayed=*/false);
   if (!row) return std::fprintf(stderr, "%s\n", row.status().to_string().c_str()), 1;
   double sum = 0;
   for (float w : *row) sum += w;

@@ -31,6 +31,7 @@
 #include "rfa/context.hpp"
 #include "rfa/diagnostics.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 
 namespace rfa::bench {
 
@@ -174,7 +175,7 @@ int synthetic(const std::vector<std::string>& args) {
   r.keep_tilts = true;
   for (int b = 0; b < B; ++b) {
     r.b = b;
-    auto d = S.head_diagnostics(r);
+    auto d = rfa::Inspector(S).head_diagnostics(r);
     if (!d) {
       std::fprintf(stderr, "rfa-bench diagnostics: %s\n", d.status().to_string().c_str());
       return 5;
@@ -343,7 +344,7 @@ int window_cost(const std::vector<std::string>& args) {
     r.r0 = r.c0 = -(int)w;
     std::vector<double> gpu, svd, eig, host, wall;
     for (long long k = 0; k < reps; ++k) {
-      auto d = (*s)->head_diagnostics(r);
+      auto d = rfa::Inspector(**s).head_diagnostics(r);
       if (!d) {
         std::fprintf(stderr, "rfa-bench diagnostics: %s\n", d.status().to_string().c_str());
         return 5;

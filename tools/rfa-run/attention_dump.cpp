@@ -3,6 +3,7 @@
 #include "attention_dump.hpp"
 
 #include <algorithm>
+#include "rfa/inspect.hpp"
 
 namespace rfa::dump {
 
@@ -46,7 +47,7 @@ Status AttentionMaps::probe(Session& s) {
     const auto [layer, head] = pairs_[k];
     for (int b = 0; b < batch_; ++b) {
       for (int decayed = 0; decayed < 2; ++decayed) {
-        auto got = s.attention(layer, head, b, r0, r1, c0, c1, decayed != 0);
+        auto got = rfa::Inspector(s).attention(layer, head, b, r0, r1, c0, c1, decayed != 0);
         if (!got) return got.status();
         std::vector<float>& dst = decayed ? a_[k] : ahat_[k];
         for (int r = r0; r < r1; ++r)

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include "rfa/inspect.hpp"
 
 namespace rfa::dump {
 
@@ -125,7 +126,7 @@ Status write_diagnostics(Session& s, const DiagnosticsDump& opt) {
         r.r0 = w.r0, r.r1 = w.r1, r.c0 = w.c0, r.c1 = w.c1;
         r.alpha = opt.alphas[0];
         r.sweep.assign(opt.alphas.begin() + 1, opt.alphas.end());
-        auto d = s.head_diagnostics(r);
+        auto d = rfa::Inspector(s).head_diagnostics(r);
         if (!d) return d.status();
         o << (b ? "," : "") << to_json(*d);
       }

@@ -41,4 +41,11 @@
 #define RFA_HIDDEN
 #endif
 
+/* Calls kept for one release after they moved; define RFA_NO_DEPRECATION_WARNINGS to silence them. */
+#if defined(RFA_NO_DEPRECATION_WARNINGS) || !defined(__cplusplus)
+#define RFA_DEPRECATED(why)
+#else
+#define RFA_DEPRECATED(why) [[deprecated(why)]]
+#endif
+
 #endif /* RFA_EXPORT_H */

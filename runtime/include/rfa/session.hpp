@@ -1,5 +1,5 @@
-// Models and sessions: load an RFA model folder, run it on the GPU, stream it step by step through
-// a KV cache, and probe what each head does.
+// Models and sessions: load an RFA model folder, run it on the GPU and stream it step by step
+// through a KV cache. What each head did is read through rfa::Inspector (rfa/inspect.hpp).
 #pragma once
 
 #include "rfa/export.h"
@@ -204,55 +204,9 @@ class RFA_API Session {
   int oldest_position() const;
   const Model& model() const;
   SessionStats stats() const;
-  // Per (layer, head), for the newest position of batch row b (needs a window and a position).
-  // measure = false skips edge_mass (the GPU probes, one submission per head): host work only.
-  Result<std::vector<WindowTruncation>> window_report(int b = 0, bool measure = true);
-
-  // Probes over positions already computed (rows and cols are absolute positions, within
-  // [oldest_position(), position()); with a window, keys outside a row's band are masked).
-  // kCached (-1) for r0 / c0 means the oldest position still cached, for r1 / c1 position(): so
-  // attention(l, h, b, kCached, kCached, kCached, kCached, false) is everything still cached.
-  // Ahat (decayed = false) or A = Ahat * E (decayed = true), [rows][cols], masked entries 0.
+  // Inspection (probes, diagnostics, heatmaps, watched rows) lives in rfa::Inspector
+  // (rfa/inspect.hpp), frame scheduling in rfa::FrameScheduler (rfa/frames.hpp).
   static constexpr int kCached = -1;
-  Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
-  // Per row (docs/math.md §7), from the layer's own weights: RFA's Ahat and A = Ahat E; AFA's
-  // softmax weight and its channel-mean decayed mass; RT-RFA's weight (A = Ahat).
-  // Per query row, over all of its keys, which must still be cached: r0 = kCached starts at
-  // first_full_row(), r1 = kCached ends at position().
-  Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
-                                                      const double thresholds[4]);
-  // The oldest row whose keys are all still cached: oldest_position() without a window or while
-  // nothing was evicted, else oldest_position() + window() - 1.
-  int first_full_row() const;
-  Result<KernelCurves> curves(int layer, int head, const std::vector<double>& lags);
-  // One pair's terms, from the cached rotated Q/K and the row statistics (a few bytes read back).
-  Result<PairReadout> pair(int layer, int head, int b, int i, int j);
-  std::vector<double> timestamps(int b) const;  // of positions [oldest_position(), position())
-  // Laplace-Radon and routing diagnostics of one head over a window (rfa/diagnostics.hpp): per-pair
-  // work on the GPU from the caches, the dense linear algebra on the host in double.
-  Result<HeadDiagnostics> head_diagnostics(const DiagnosticsRequest& request);
-
-  // Draws req's view of (layer, head, b) into `map` on the GPU: the computed part of the view is
-  // probed (Ahat and A), colour-mapped and copied into map's image, which ends in
-  // SHADER_READ_ONLY_OPTIMAL; the submission has completed on return, on the context's queue.
-  // map must come from this session's context. Cost: O(visible cells * D).
-  Status render_attention(Heatmap& map, const HeatmapRequest& req);
-
-  // Asynchronous frames (a viewer's loop). After begin_frame(), one prefill/step call and any
-  // render_attention() calls are recorded instead of run; end_frame() submits them all as ONE
-  // queue submission and returns at once. frame_done() polls without blocking and wait_frame()
-  // blocks; until the frame is done, outputs(), last_gpu_ms() and the heatmaps' timings describe
-  // the previous work, while position() already counts the frame's positions. begin_frame()
-  // waits for a frame still in flight; other probes may not be called between begin_frame() and
-  // end_frame() (they run at once, ahead of the frame's step).
-  Status begin_frame();
-  Status end_frame();
-  bool frame_done();
-  Status wait_frame();
-  // Inside a frame: the weights and diagnostics of query row `row` (after the frame's step),
-  // computed in the frame's submission; watched_row() holds them once the frame is done.
-  Status watch_row(int layer, int head, int b, int row, bool decayed, const double thresholds[4]);
-  const WatchedRow& watched_row() const;
 
   double last_gpu_ms() const;   // GPU time of the last prefill/step (timestamps), 0 if unknown
   // GPU milliseconds of the last prefill/step per kernel label ("linear", "rfa_attention", ...),
@@ -260,7 +214,43 @@ class RFA_API Session {
   std::vector<std::pair<std::string, double>> last_kernel_ms() const;
   double last_wall_ms() const;
 
+  // Kept for one release: the inspection and frame calls of 0.1, now forwards to rfa::Inspector
+  // and rfa::FrameScheduler (same arguments, same results). They go in 0.2.
+  RFA_DEPRECATED("use rfa::Inspector(session).attention (rfa/inspect.hpp)")
+  Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
+  RFA_DEPRECATED("use rfa::Inspector(session).row_diagnostics (rfa/inspect.hpp)")
+  Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
+                                                      const double thresholds[4]);
+  RFA_DEPRECATED("use rfa::Inspector(session).first_full_row (rfa/inspect.hpp)")
+  int first_full_row() const;
+  RFA_DEPRECATED("use rfa::Inspector(session).curves (rfa/inspect.hpp)")
+  Result<KernelCurves> curves(int layer, int head, const std::vector<double>& lags);
+  RFA_DEPRECATED("use rfa::Inspector(session).pair (rfa/inspect.hpp)")
+  Result<PairReadout> pair(int layer, int head, int b, int i, int j);
+  RFA_DEPRECATED("use rfa::Inspector(session).timestamps (rfa/inspect.hpp)")
+  std::vector<double> timestamps(int b) const;
+  RFA_DEPRECATED("use rfa::Inspector(session).head_diagnostics (rfa/inspect.hpp)")
+  Result<HeadDiagnostics> head_diagnostics(const DiagnosticsRequest& request);
+  RFA_DEPRECATED("use rfa::Inspector(session).window_report (rfa/inspect.hpp)")
+  Result<std::vector<WindowTruncation>> window_report(int b = 0, bool measure = true);
+  RFA_DEPRECATED("use rfa::Inspector(session).render_attention (rfa/inspect.hpp)")
+  Status render_attention(Heatmap& map, const HeatmapRequest& req);
+  RFA_DEPRECATED("use rfa::Inspector(session).watch_row (rfa/inspect.hpp)")
+  Status watch_row(int layer, int head, int b, int row, bool decayed, const double thresholds[4]);
+  RFA_DEPRECATED("use rfa::Inspector(session).watched_row (rfa/inspect.hpp)")
+  const WatchedRow& watched_row() const;
+  RFA_DEPRECATED("use rfa::FrameScheduler(session).begin_frame (rfa/frames.hpp)")
+  Status begin_frame();
+  RFA_DEPRECATED("use rfa::FrameScheduler(session).end_frame (rfa/frames.hpp)")
+  Status end_frame();
+  RFA_DEPRECATED("use rfa::FrameScheduler(session).frame_done (rfa/frames.hpp)")
+  bool frame_done();
+  RFA_DEPRECATED("use rfa::FrameScheduler(session).wait_frame (rfa/frames.hpp)")
+  Status wait_frame();
+
  private:
+  friend class Inspector;
+  friend class FrameScheduler;
   struct Impl;
   RFA_HIDDEN explicit Session(std::unique_ptr<Impl> impl);  // the library's own: not exported
   std::unique_ptr<Impl> impl_;

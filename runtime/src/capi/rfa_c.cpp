@@ -9,6 +9,7 @@
 #include "capi/capi_support.hpp"
 #include "rfa/context.hpp"
 #include "rfa/session.hpp"
+#include "rfa/inspect.hpp"
 
 using namespace rfa::capi;
 
@@ -246,13 +247,13 @@ rfa_status rfa_session_create_ex(rfa_context* ctx, const rfa_model* model, const
 
 int rfa_session_oldest_position(const rfa_session* s) { return s ? s->session->oldest_position() : 0; }
 int rfa_session_window(const rfa_session* s) { return s ? s->session->window() : 0; }
-int rfa_session_first_full_row(const rfa_session* s) { return s ? s->session->first_full_row() : 0; }
+int rfa_session_first_full_row(const rfa_session* s) { return s ? rfa::Inspector(*s->session).first_full_row() : 0; }
 
 rfa_status rfa_session_window_report(rfa_session* s, int b, int measure, rfa_window_truncation* out, int capacity,
                                      int* count) {
   if (!s || !count || (capacity > 0 && !out)) return invalid("session, count or out is NULL");
   return guarded([&] {
-    auto r = s->session->window_report(b, measure != 0);
+    auto r = rfa::Inspector(*s->session).window_report(b, measure != 0);
     if (!r) return to_c(r.status());
     if ((int)r->size() > capacity)
       return to_c(rfa::Status(rfa::Code::invalid_argument, "window report: " + std::to_string(r->size()) +
@@ -321,7 +322,7 @@ rfa_status rfa_session_attention(rfa_session* s, int layer, int head, int b, int
                                  int decayed, float* out) {
   if (!s || !out) return invalid("session or out is NULL");
   return guarded([&] {
-    auto a = s->session->attention(layer, head, b, r0, r1, c0, c1, decayed != 0);
+    auto a = rfa::Inspector(*s->session).attention(layer, head, b, r0, r1, c0, c1, decayed != 0);
     if (!a) return to_c(a.status());
     std::copy(a->begin(), a->end(), out);
     return RFA_OK;
@@ -332,7 +333,7 @@ rfa_status rfa_session_curves(rfa_session* s, int layer, int head, const double*
                               double* vcov, double* precision, double* bias) {
   if (!s || !lags || n <= 0) return invalid("session, lags or n");
   return guarded([&] {
-    auto c = s->session->curves(layer, head, std::vector<double>(lags, lags + n));
+    auto c = rfa::Inspector(*s->session).curves(layer, head, std::vector<double>(lags, lags + n));
     if (!c) return to_c(c.status());
     if (decay) std::copy(c->decay.begin(), c->decay.end(), decay);
     if (vcov) std::copy(c->vcov.begin(), c->vcov.end(), vcov);

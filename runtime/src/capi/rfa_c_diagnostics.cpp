@@ -9,6 +9,7 @@
 
 #include "capi/capi_internal.hpp"
 #include "rfa/diagnostics.hpp"
+#include "rfa/inspect.hpp"
 
 struct rfa_diagnostics {
   rfa::HeadDiagnostics d;
@@ -82,7 +83,7 @@ rfa_status rfa_session_head_diagnostics(rfa_session* s, const rfa_diagnostics_re
     r.decayed = req->decayed != 0;
     r.spectrum = req->spectrum != 0;
     r.keep_tilts = req->keep_tilts != 0;
-    auto d = rfa::capi::session_of(s)->head_diagnostics(r);
+    auto d = rfa::Inspector(*rfa::capi::session_of(s)).head_diagnostics(r);
     if (!d) return report(d.status());
     *out = new rfa_diagnostics{d.take()};
     return RFA_OK;

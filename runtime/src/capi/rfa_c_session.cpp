@@ -4,6 +4,7 @@
 
 #include "capi/capi_support.hpp"
 #include "rfa/rfa.h"
+#include "rfa/inspect.hpp"
 
 using namespace rfa::capi;
 
@@ -30,7 +31,7 @@ rfa_status rfa_session_timestamps(const rfa_session* s, int b, double* out, size
   if (b < 0 || b >= s->session->batch())
     return invalid("batch row " + std::to_string(b) + " out of range [0, " + std::to_string(s->session->batch()) + ")");
   return guarded([&] {
-    const std::vector<double> t = s->session->timestamps(b);
+    const std::vector<double> t = rfa::Inspector(*s->session).timestamps(b);
     *count = t.size();
     if (!out) return RFA_OK;
     if (capacity < t.size()) return invalid("out capacity is smaller than the " + std::to_string(t.size()) + " positions");
@@ -44,7 +45,7 @@ rfa_status rfa_session_row_diagnostics(rfa_session* s, int layer, int head, int 
   if (!s || !out) return invalid("session or out is NULL");
   return guarded([&] {
     const double defaults[4] = {1, 4, 16, 64};
-    auto d = s->session->row_diagnostics(layer, head, b, r0, r1, thresholds ? thresholds : defaults);
+    auto d = rfa::Inspector(*s->session).row_diagnostics(layer, head, b, r0, r1, thresholds ? thresholds : defaults);
     if (!d) return to_c(d.status());
     for (size_t k = 0; k < d->size(); ++k) {
       const rfa::RowDiagnostics& r = (*d)[k];
@@ -58,7 +59,7 @@ rfa_status rfa_session_row_diagnostics(rfa_session* s, int layer, int head, int 
 rfa_status rfa_session_pair(rfa_session* s, int layer, int head, int b, int i, int j, rfa_pair_readout* out) {
   if (!s || !out) return invalid("session or out is NULL");
   return guarded([&] {
-    auto p = s->session->pair(layer, head, b, i, j);
+    auto p = rfa::Inspector(*s->session).pair(layer, head, b, i, j);
     if (!p) return to_c(p.status());
     *out = {p->masked ? 1 : 0, p->lag,     p->dt,    p->decay,     p->vcov, p->bias, p->precision, p->q_norm2,
             p->k_norm2,        p->cross,   p->residual2, p->L,     p->logit, p->ahat, p->a};

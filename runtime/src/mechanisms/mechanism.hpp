@@ -60,7 +60,7 @@ class Mechanism {
   virtual std::string layer_summary(int layer, const AttentionParams& p) const = 0;
   // The vectors a head scores with, from the cached ones (docs/DIAGNOSTICS.md §2), in place.
   virtual void to_scored(const AttentionParams&, std::vector<float>&) const {}
-  // The host's pair readout (Session::pair) recomputes RFA's pair terms: RFA only.
+  // The host's pair readout (Inspector::pair) recomputes RFA's pair terms: RFA only.
   virtual bool has_pair_readout() const { return false; }
 
   // ---- the GPU ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// Internal: how Session::render_attention drives a Heatmap (probe, colour map, copy to the image).
+// Internal: how Inspector::render_attention drives a Heatmap (probe, colour map, copy to the image).
 #pragma once
 
 #include <functional>

@@ -172,37 +172,6 @@ Session::~Session() {
   for (auto& p : impl_->plans) p.rec->wait();
 }
 
-Status Session::begin_frame() {
-  Impl& I = *impl_;
-  if (I.in_frame) return Status(Code::invalid_argument, "begin_frame: a frame is already open; call end_frame() first");
-  RFA_TRY(I.settle_frame());
-  if (!I.frame_batch) I.frame_batch = std::make_unique<gpu::Batch>(*I.g);
-  I.frame_recs.clear();
-  I.in_frame = true;
-  return Status::Ok();
-}
-
-Status Session::end_frame() {
-  Impl& I = *impl_;
-  if (!I.in_frame) return Status(Code::invalid_argument, "end_frame without begin_frame");
-  I.in_frame = false;
-  Status s = I.frame_batch->submit(I.frame_recs);
-  I.frame_recs.clear();
-  return s;
-}
-
-bool Session::frame_done() {
-  Impl& I = *impl_;
-  if (I.in_frame) return false;
-  if (I.frame_batch && I.frame_batch->in_flight() && !I.frame_batch->done()) return false;
-  return I.settle_frame().ok();
-}
-
-Status Session::wait_frame() {
-  if (impl_->in_frame) return Status(Code::invalid_argument, "wait_frame inside an open frame; call end_frame() first");
-  return impl_->settle_frame();
-}
-
 Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<const Model> model,
                                                  const SessionOptions& options) {
   if (!model) return Status(Code::invalid_argument, "Session::create: no model");
@@ -282,10 +251,6 @@ int Session::batch() const { return impl_->batch; }
 int Session::max_context() const { return impl_->capacity; }
 int Session::window() const { return impl_->window; }
 int Session::oldest_position() const { return impl_->oldest(); }
-int Session::first_full_row() const {
-  const int lo = impl_->oldest();
-  return impl_->window > 0 && lo > 0 ? lo + impl_->window - 1 : lo;
-}
 const Model& Session::model() const { return *impl_->model; }
 double Session::last_gpu_ms() const { return impl_->gpu_ms; }
 double Session::last_wall_ms() const { return impl_->wall_ms; }
@@ -307,11 +272,4 @@ std::vector<std::pair<std::string, double>> Session::last_kernel_ms() const {
   }
   return out;
 }
-std::vector<double> Session::timestamps(int b) const {
-  std::vector<double> out;
-  if (b < 0 || b >= impl_->batch) return out;
-  for (int p = impl_->oldest(); p < impl_->filled; ++p) out.push_back(impl_->host_t[(size_t)b].at(p));
-  return out;
-}
-
 }  // namespace rfa

@@ -12,6 +12,7 @@
 #include "mechanisms/mechanism.hpp"
 #include "ops/rfa_tomography.hpp"
 #include "probe/linalg.hpp"
+#include "rfa/inspect.hpp"
 #include "session/session_impl.hpp"
 
 namespace rfa {
@@ -111,9 +112,9 @@ Result<Spectrum> spectrum_of(const std::vector<float>& P, int rows, int cols) {
 
 }  // namespace
 
-Result<HeadDiagnostics> Session::head_diagnostics(const DiagnosticsRequest& req) {
+Result<HeadDiagnostics> Inspector::head_diagnostics(const DiagnosticsRequest& req) {
   const auto t_call = Clock::now();
-  Impl& I = *impl_;
+  Session::Impl& I = *session_->impl_;
   if (req.layer < 0 || req.layer >= (int)I.layers.size())
     return Status(Code::invalid_argument, "head_diagnostics: layer " + std::to_string(req.layer) + " out of range [0, " +
                                               std::to_string(I.layers.size()) + ")");

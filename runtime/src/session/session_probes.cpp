@@ -10,6 +10,7 @@
 #include "ops/rfa_attention.hpp"
 #include "ops/rfa_probe.hpp"
 #include "probe/heatmap_render.hpp"
+#include "rfa/inspect.hpp"
 #include "model/physics.hpp"
 #include "session/session_impl.hpp"
 
@@ -41,8 +42,22 @@ Result<std::vector<float>> Session::Impl::run_probe(uint64_t floats, const Probe
   return out;
 }
 
-Result<std::vector<float>> Session::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed) {
-  Impl& I = *impl_;
+int Inspector::first_full_row() const {
+  const Session::Impl& I = *session_->impl_;
+  const int lo = I.oldest();
+  return I.window > 0 && lo > 0 ? lo + I.window - 1 : lo;
+}
+
+std::vector<double> Inspector::timestamps(int b) const {
+  const Session::Impl& I = *session_->impl_;
+  std::vector<double> out;
+  if (b < 0 || b >= I.batch) return out;
+  for (int p = I.oldest(); p < I.filled; ++p) out.push_back(I.host_t[(size_t)b].at(p));
+  return out;
+}
+
+Result<std::vector<float>> Inspector::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed) {
+  Session::Impl& I = *session_->impl_;
   if (r0 == kCached) r0 = I.oldest();
   if (c0 == kCached) c0 = I.oldest();
   if (r1 == kCached) r1 = I.filled;
@@ -60,9 +75,9 @@ Result<std::vector<float>> Session::attention(int layer, int head, int b, int r0
   });
 }
 
-Result<std::vector<RowDiagnostics>> Session::row_diagnostics(int layer, int head, int b, int r0, int r1,
+Result<std::vector<RowDiagnostics>> Inspector::row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                              const double thresholds[4]) {
-  Impl& I = *impl_;
+  Session::Impl& I = *session_->impl_;
   if (r0 == kCached) r0 = first_full_row();
   if (r1 == kCached) r1 = I.filled;
   RFA_TRY(I.check_probe(layer, head, b, r0, r1, I.oldest(), std::max(I.oldest() + 1, I.filled)));
@@ -88,8 +103,8 @@ Result<std::vector<RowDiagnostics>> Session::row_diagnostics(int layer, int head
   return out;
 }
 
-Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
-  Impl& I = *impl_;
+Result<PairReadout> Inspector::pair(int layer, int head, int b, int i, int j) {
+  Session::Impl& I = *session_->impl_;
   RFA_TRY(I.check_probe(layer, head, b, i, i + 1, j, j + 1));
   const AttentionParams& p = I.model->layer(layer).params;
   const mech::Mechanism& mechanism = mech::mechanism_of(p);
@@ -139,8 +154,8 @@ Result<PairReadout> Session::pair(int layer, int head, int b, int i, int j) {
   return r;
 }
 
-Result<KernelCurves> Session::curves(int layer, int head, const std::vector<double>& lags) {
-  Impl& I = *impl_;
+Result<KernelCurves> Inspector::curves(int layer, int head, const std::vector<double>& lags) {
+  Session::Impl& I = *session_->impl_;
   if (layer < 0 || layer >= (int)I.layers.size() || head < 0 || head >= I.model->n_heads)
     return Status(Code::invalid_argument, "curves: layer/head out of range");
   if (lags.empty()) return Status(Code::invalid_argument, "curves: no lags");
@@ -168,8 +183,8 @@ Result<KernelCurves> Session::curves(int layer, int head, const std::vector<doub
   return c;
 }
 
-Status Session::render_attention(Heatmap& map, const HeatmapRequest& req) {
-  Impl& I = *impl_;
+Status Inspector::render_attention(Heatmap& map, const HeatmapRequest& req) {
+  Session::Impl& I = *session_->impl_;
   if (req.layer < 0 || req.layer >= (int)I.layers.size() || req.head < 0 || req.head >= I.model->n_heads ||
       req.b < 0 || req.b >= I.batch)
     return Status(Code::invalid_argument, "render_attention: layer " + std::to_string(req.layer) + ", head " +
@@ -201,8 +216,8 @@ Status Session::render_attention(Heatmap& map, const HeatmapRequest& req) {
 
 namespace rfa {
 
-Status Session::watch_row(int layer, int head, int b, int row, bool decayed, const double thresholds[4]) {
-  Impl& I = *impl_;
+Status Inspector::watch_row(int layer, int head, int b, int row, bool decayed, const double thresholds[4]) {
+  Session::Impl& I = *session_->impl_;
   if (!I.in_frame) return Status(Code::invalid_argument, "watch_row belongs in a frame (between begin_frame and end_frame)");
   if (layer < 0 || layer >= (int)I.layers.size() || head < 0 || head >= I.model->n_heads || b < 0 || b >= I.batch)
     return Status(Code::invalid_argument, "watch_row: layer, head or batch row out of range");
@@ -254,10 +269,10 @@ Status Session::watch_row(int layer, int head, int b, int row, bool decayed, con
   return Status::Ok();
 }
 
-const WatchedRow& Session::watched_row() const { return impl_->watched; }
+const WatchedRow& Inspector::watched_row() const { return session_->impl_->watched; }
 
-Result<std::vector<WindowTruncation>> Session::window_report(int b, bool measure) {
-  Impl& I = *impl_;
+Result<std::vector<WindowTruncation>> Inspector::window_report(int b, bool measure) {
+  Session::Impl& I = *session_->impl_;
   if (I.window == 0) return Status(Code::invalid_argument, "window_report: this session has no window");
   if (b < 0 || b >= I.batch) return Status(Code::invalid_argument, "window_report: batch row " + std::to_string(b) + " out of range");
   if (I.filled == 0) return Status(Code::invalid_argument, "window_report: no position yet");
