@@ -75,7 +75,7 @@ inline Mat mul(const Mat& a, const Mat& b) {
 }
 inline Mat tr(const Mat& a) { return {a[0], a[2], a[1], a[3]}; }
 inline Mat add(const Mat& a, const Mat& b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]}; }
-inline std::array<double, 2> apply(const Mat& a, const std::array<double, 2>& v) {
+inline std::array<double, 2> mat_vec(const Mat& a, const std::array<double, 2>& v) {
   return {a[0] * v[0] + a[1] * v[1], a[2] * v[0] + a[3] * v[1]};
 }
 
@@ -147,7 +147,7 @@ inline SpiralSimulator::Measurement SpiralSimulator::next() {
     t_ += (double)steps / nominal;
     Mat Q;
     const Mat F = transition(steps, &Q);
-    mu_ = apply(F, mu_);
+    mu_ = mat_vec(F, mu_);
     P_ = add(mul(mul(F, P_), tr(F)), Q);
   }
   first_ = false;
@@ -158,7 +158,7 @@ inline SpiralSimulator::Measurement SpiralSimulator::next() {
   m.truth = x_;
   kalman_update(mu_, P_, m.y, o_.sigma_m * o_.sigma_m);
   Mat Q;
-  m.kalman_next = apply(transition(nominal, &Q), mu_);
+  m.kalman_next = mat_vec(transition(nominal, &Q), mu_);
   return m;
 }
 
@@ -199,11 +199,11 @@ inline std::vector<SpiralSimulator::Measurement> SpiralSimulator::trajectory(int
     Measurement& m = out[(size_t)k];
     if (k > 0) {
       const Mat F = transition(gaps[(size_t)k], &Q);
-      mu = apply(F, mu);
+      mu = mat_vec(F, mu);
       P = add(mul(mul(F, P), tr(F)), Q);
     }
     kalman_update(mu, P, m.y, o_.sigma_m * o_.sigma_m);
-    m.kalman_next = apply(F_nominal, mu);
+    m.kalman_next = mat_vec(F_nominal, mu);
   }
   return out;
 }
