@@ -13,12 +13,19 @@
 # plain SDPA yardstick instead of RFA), RFA_REDUCE (split-k reduce), RFA_TILE (cooperative tile),
 # RFA_TILE_F16 (fp16 products), RFA_TILE_CM (cooperative matrices; VK_NV_cooperative_matrix,
 # 16 x 16 x 16, fp16 x fp16 + fp32, and shaderFloat16), RFA_TILE_CM_EMU (each matrix operation
-# emulated by the subgroup's lanes: tests the layout anywhere), all in common/attention_body.glsl;
+# emulated by the subgroup's lanes: tests the layout anywhere), RFA_TILE_SG (the scalar tile's row
+# max and sum over a row group's lanes: 1 clustered subgroup reductions, the *_sg kernels, for
+# devices with subgroup arithmetic and clustered operations in compute; 2 subgroupShuffleXor
+# butterflies, the *_sx kernels, where shuffles are there but clustered operations are not, as on
+# lavapipe and MoltenVK; without either a shared-memory exchange), all in
+# common/attention_body.glsl;
 # SAMPLE_F64 (probabilities in fp64, devices with shaderFloat64; common/sample_body.glsl).
 
 set(F16 GL_EXT_shader_explicit_arithmetic_types_float16)
 set(CM ${F16} GL_NV_cooperative_matrix GL_KHR_shader_subgroup_basic GL_KHR_memory_scope_semantics)
 set(CM_EMU ${F16} GL_KHR_shader_subgroup_basic)
+set(SG GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_clustered)
+set(SX GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle)
 
 #                  kernel                          body                      defines, then EXTENSIONS
 # Fused RFA attention over the rotated caches and the SDPA yardstick (same tiling): direct, split-k
@@ -30,6 +37,14 @@ rfa_shader_variant(rfa_attention_tile             attention_body.glsl       RFA_
 rfa_shader_variant(rfa_attention_tile_kv16        attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16)
 rfa_shader_variant(rfa_attention_tile_f16         attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_F16 EXTENSIONS ${F16})
 rfa_shader_variant(rfa_attention_tile_f16_kv16    attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_F16 EXTENSIONS ${F16})
+rfa_shader_variant(rfa_attention_tile_sg          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_SG EXTENSIONS ${SG})
+rfa_shader_variant(rfa_attention_tile_sg_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_SG RFA_KV_F16 EXTENSIONS ${SG})
+rfa_shader_variant(rfa_attention_tile_f16_sg      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_F16 RFA_TILE_SG EXTENSIONS ${F16} ${SG})
+rfa_shader_variant(rfa_attention_tile_f16_sg_kv16 attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_TILE_SG EXTENSIONS ${F16} ${SG})
+rfa_shader_variant(rfa_attention_tile_sx          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_SG=2 EXTENSIONS ${SX})
+rfa_shader_variant(rfa_attention_tile_sx_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_SG=2 RFA_KV_F16 EXTENSIONS ${SX})
+rfa_shader_variant(rfa_attention_tile_f16_sx      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_F16 RFA_TILE_SG=2 EXTENSIONS ${F16} ${SX})
+rfa_shader_variant(rfa_attention_tile_f16_sx_kv16 attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_TILE_SG=2 EXTENSIONS ${F16} ${SX})
 rfa_shader_variant(rfa_attention_tile_cm          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(rfa_attention_tile_cm_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(rfa_attention_tile_cm_emu      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
@@ -41,6 +56,14 @@ rfa_shader_variant(sdpa_tile                      attention_body.glsl       RFA_
 rfa_shader_variant(sdpa_tile_kv16                 attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16)
 rfa_shader_variant(sdpa_tile_f16                  attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_F16 EXTENSIONS ${F16})
 rfa_shader_variant(sdpa_tile_f16_kv16             attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_F16 EXTENSIONS ${F16})
+rfa_shader_variant(sdpa_tile_sg                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_SG EXTENSIONS ${SG})
+rfa_shader_variant(sdpa_tile_sg_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_SG RFA_KV_F16 EXTENSIONS ${SG})
+rfa_shader_variant(sdpa_tile_f16_sg               attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_F16 RFA_TILE_SG EXTENSIONS ${F16} ${SG})
+rfa_shader_variant(sdpa_tile_f16_sg_kv16          attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_TILE_SG EXTENSIONS ${F16} ${SG})
+rfa_shader_variant(sdpa_tile_sx                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_SG=2 EXTENSIONS ${SX})
+rfa_shader_variant(sdpa_tile_sx_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_SG=2 RFA_KV_F16 EXTENSIONS ${SX})
+rfa_shader_variant(sdpa_tile_f16_sx               attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_F16 RFA_TILE_SG=2 EXTENSIONS ${F16} ${SX})
+rfa_shader_variant(sdpa_tile_f16_sx_kv16          attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_TILE_SG=2 EXTENSIONS ${F16} ${SX})
 rfa_shader_variant(sdpa_tile_cm                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(sdpa_tile_cm_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(sdpa_tile_cm_emu               attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})

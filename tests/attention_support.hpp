@@ -31,7 +31,10 @@ struct AttentionPath {
   bool kv_f16 = false;
   bool lag_table = true;
   bool use_default_context = true;  // the process context (RFA_* variables), not `kernels`
-  gpu::Context& gpu() const { return use_default_context ? test::gpu() : gpu_of(test::context(kernels)); }
+  std::string device_profile;       // with `kernels`: a context under this device profile ("" none)
+  gpu::Context& gpu() const {
+    return use_default_context ? test::gpu() : gpu_of(test::context(kernels, device_profile));
+  }
 };
 
 
@@ -457,7 +460,7 @@ inline std::string describe(const AttentionPath& p) {
                            : p.kernels.attention_direct_kv == 1 ? "direct"
                                                                 : "tiled";
   return walk + (p.lag_table ? " +table" : " computed") + " split " + std::to_string(p.kernels.attention_split_k) +
-         (p.kv_f16 ? " kv f16" : " kv f32");
+         (p.kv_f16 ? " kv f16" : " kv f32") + (p.device_profile.empty() ? "" : " profile " + p.device_profile);
 }
 
 // fp16 K/V: each stored component carries a relative rounding error of at most 2^-11 (4.9e-4).

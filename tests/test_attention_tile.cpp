@@ -215,7 +215,11 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
       CHECK(u.keys_per_tile % u.threads_per_row == 0);
       CHECK(u.rows_per_group % (u.workgroup / u.threads_per_row) == 0);
     }
-  CHECK(ops::choose_attention_tiling(gpu_caps, none, 100, 32, 8, 4096, true).keys_per_tile == 16);
+  // The scalar tile keeps the gate's energies in registers: the gate costs no shared memory (the
+  // cooperative-matrix tile's per-pair energies still do).
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, 100, 32, 8, 4096, true).keys_per_tile == 32);
+  CHECK(ops::choose_attention_tiling(gpu_caps, none, 100, 32, 8, 4096, true).shared_bytes ==
+        ops::choose_attention_tiling(gpu_caps, none, 100, 32, 8, 4096, false).shared_bytes);
   CHECK(ops::choose_attention_tiling(gpu_caps, none, 100, 64, 8, 4096).rows_per_group == 32);
   // Decode steps keep threads per row and split-k; 8 rows is not yet a tile.
   CHECK(!ops::choose_attention_tiling(gpu_caps, none, 1, 32, 8, 65536).tile);
@@ -279,8 +283,126 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
   CHECK(t.tile);
   CHECK(t.keys_per_tile == 8);
   CHECK(t.shared_bytes <= 16384);
+  CHECK(!t.kv_apart);  // K and V tiles in two buffers do not fit: V staged over K
+  CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, 64, false, true, false, false, false));
+  CHECK(t.why.find("V staged over K") != std::string::npos);
   gpu_caps.max_shared_memory = 8192;
   t = ops::choose_attention_tiling(gpu_caps, none, 512, 64, 8, 4096, true);
   CHECK(!t.tile);
   CHECK(t.why.find("tile refused") != std::string::npos);
+}
+
+TEST_CASE("the tile's row reductions are chosen as data: clustered subgroup operations where whole subgroups hold a row group") {
+  gpu::Capabilities caps;
+  caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  caps.subgroup_size = 32;
+  caps.max_workgroup_invocations = 1024;
+  caps.max_shared_memory = 49152;
+  caps.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+  const KernelOptions none;
+  auto t = ops::choose_attention_tiling(caps, none, 512, 32, 8, 4096);
+  REQUIRE(t.tile);
+  CHECK(t.subgroup_reduce);
+  CHECK(t.kv_apart);
+  CHECK(t.shared_bytes == ops::tile_shared_bytes(64, 32, 32, false, false, false, true));
+  CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention_tile_sg");
+  CHECK(ops::attention_kernel_name("sdpa", t, true) == "sdpa_tile_sg_kv16");
+  CHECK(t.why.find("clustered subgroup reductions") != std::string::npos);
+  // The shared-memory exchange: S floats a row more (a 64-row, 8-lane tile: 2 KiB).
+  CHECK(ops::tile_shared_bytes(64, 32, 32, false, false, false, false) ==
+        ops::tile_shared_bytes(64, 32, 32, false, false, false, true) + 64 * 8 * 4 - 4);
+  CHECK(!t.subgroup_shuffle);
+  // Shuffles without clustered operations (lavapipe, MoltenVK): shuffle-xor butterflies.
+  gpu::Capabilities sx = caps;
+  sx.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  t = ops::choose_attention_tiling(sx, none, 512, 32, 8, 4096);
+  REQUIRE(t.tile);
+  CHECK(t.subgroup_reduce);
+  CHECK(t.subgroup_shuffle);
+  CHECK(ops::attention_kernel_name("rfa_attention", t, true) == "rfa_attention_tile_sx_kv16");
+  CHECK(t.why.find("subgroup shuffles") != std::string::npos);
+  CHECK(ops::tile_subgroup_reduce(sx, 128, 8) == 2);
+  CHECK(ops::tile_subgroup_reduce(caps, 128, 8) == 1);
+  for (VkSubgroupFeatureFlags drop : {VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, VK_SUBGROUP_FEATURE_CLUSTERED_BIT}) {
+    gpu::Capabilities c = caps;
+    c.subgroup_ops &= ~drop;  // no shuffles, and no clustered arithmetic (the Android baseline: basic only)
+    t = ops::choose_attention_tiling(c, none, 512, 32, 8, 4096);
+    REQUIRE(t.tile);
+    CHECK(!t.subgroup_reduce);
+    CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention_tile");
+    CHECK(t.why.find("through shared memory") != std::string::npos);
+  }
+  // A row group must be one cluster of whole subgroups: subgroups of 4 lanes hold no 8-lane group
+  // (D = 32), but do hold D = 12's 4-lane groups.
+  gpu::Capabilities narrow = caps;
+  narrow.subgroup_size = 4;
+  CHECK(!ops::choose_attention_tiling(narrow, none, 512, 32, 8, 4096).subgroup_reduce);
+  CHECK(ops::choose_attention_tiling(narrow, none, 512, 12, 8, 4096).subgroup_reduce);
+  CHECK(ops::tile_subgroup_reduce(caps, 48, 8) == 0);  // 48 threads are not whole 32-lane subgroups
+  // fp16 products keep the choice; cooperative matrices have no scalar softmax.
+  KernelOptions f16;
+  f16.attention_f16_math = 1;
+  caps.shader_float16 = true;
+  t = ops::choose_attention_tiling(caps, f16, 512, 32, 8, 4096);
+  CHECK(t.f16_math);
+  CHECK(ops::attention_kernel_name("rfa_attention", t, true) == "rfa_attention_tile_f16_sg_kv16");
+  KernelOptions cm;
+  cm.attention_tile = 1;
+  cm.attention_coopmat = 1;
+  caps.coopmat_nv = true;
+  t = ops::choose_attention_tiling(caps, cm, 512, 32, 8, 4096);
+  CHECK(t.coopmat);
+  CHECK(!t.subgroup_reduce);
+  CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention_tile_cm");
+}
+
+TEST_CASE("the tile's row reductions match the twin: by subgroup operations and through shared memory") {
+  // lavapipe (Mesa 22.3: 8-lane subgroups with arithmetic and shuffles, no clustered operations)
+  // runs the shuffle-xor kernels (*_sx); devices with clustered operations the *_sg kernels (not
+  // runnable here: their SPIR-V declares GroupNonUniformClustered, which lavapipe refuses). Under
+  // the Android baseline profile (basic subgroup operations only, 16 KiB of shared memory: smaller
+  // tiles, V staged over K at large D) the same device runs the exchange through shared memory.
+  // RFA (the gate's energies on some shapes) and the SDPA yardstick.
+  int k = 0, ran_subgroup = 0;
+  for (const char* profile : {"", "android-baseline-2022"})
+    for (bool kv16 : {false, true}) {
+      AttentionPath ap = tile_path(kv16 ? 0 : 1, kv16);
+      ap.device_profile = profile;
+      CAPTURE(profile);
+      CAPTURE(describe(ap));
+      const gpu::Capabilities& caps = ap.gpu().caps();
+      for (const Shape& s : kShapes) {
+        CAPTURE(s.N);
+        CAPTURE(s.D);
+        const bool gate = k++ % 3 == 0;
+        const auto t = ops::choose_attention_tiling(caps, ap.kernels, (uint32_t)s.chunk, (uint32_t)s.D,
+                                                    (uint32_t)(s.B * s.H), (uint32_t)s.N, gate);
+        REQUIRE(t.tile);
+        if (*profile) CHECK(!t.subgroup_reduce);
+        else CHECK((int)t.subgroup_reduce + (int)t.subgroup_shuffle ==
+                   ops::tile_subgroup_reduce(caps, t.workgroup, t.threads_per_row));
+        ran_subgroup += t.subgroup_reduce ? 1 : 0;
+        check_model(model(gate ? "M2.7" : "M2", s.H, s.D), s.B, s.N, s.times, s.chunk, 11, ap, kv16 ? kTolF16 : kTol);
+      }
+      if (kv16) continue;
+      for (int D : {32, 20, 96}) {  // the SDPA yardstick: a 42-row prefill, then decode steps
+        CAPTURE(D);
+        const int B = 1, H = 2, N = 45;
+        gpu::Context& g = ap.gpu();
+        auto cr = ops::AttentionCache::create(g, B, H, D, N, "sdpa cache", 0, false);
+        REQUIRE(cr.ok());
+        ops::AttentionCache cache = cr.take();
+        const std::vector<float> q = random_floats((size_t)B * H * N * D * 2, 3), kk = random_floats(q.size(), 4),
+                                 v = random_floats(q.size(), 5);
+        REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
+        REQUIRE(g.upload(cache.k, kk.data(), kk.size() * 4).ok());
+        REQUIRE(g.upload(cache.v, v.data(), v.size() * 4).ok());
+        const std::vector<float> got = run_sdpa_prefill_then_decode(g, cache, H, D, N);
+        CHECK_CLOSE_VEC(got, sdpa_causal_twin(q, kk, v, H, D, N), 2e-5, 2e-4);
+      }
+    }
+  // A device with subgroup shuffles or clustered operations ran the subgroup kernels (lavapipe: *_sx).
+  const gpu::Capabilities& caps = tile_path(1, false).gpu().caps();
+  if (caps.subgroup_ops & (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT)) CHECK(ran_subgroup > 0);
+  MESSAGE("the tile's row reductions by subgroup operations on " << ran_subgroup << " of " << k << " runs");
 }

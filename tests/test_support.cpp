@@ -53,14 +53,17 @@ bool validation_enabled() {
 
 int validation_option() { return validation_enabled() ? 1 : 0; }
 
-rfa::Context& context(const KernelOptions& kernels) {
+rfa::Context& context(const KernelOptions& kernels) { return context(kernels, ""); }
+
+rfa::Context& context(const KernelOptions& kernels, const std::string& device_profile) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  const std::string key = key_of(kernels);
+  const std::string key = key_of(kernels) + "|" + device_profile;
   for (auto& [k, c] : g_contexts)
     if (k == key) return *c;
   // RFA_DEVICE, and RFA_DEVICE_PROFILE for CTest's per-profile variants (tests/CMakeLists.txt), read
   // here through the programs' helper (rfa/environment.hpp): the library reads no environment.
   ContextOptions o = context_options_from_environment();
+  if (!device_profile.empty()) o.device_profile = device_profile;
   o.validation = validation_option();  // tests run under the Khronos validation layer wherever there is one
   o.kernels = kernels;
   o.on_message = [](MessageSeverity sev, const char* msg) {

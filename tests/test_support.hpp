@@ -29,6 +29,9 @@ bool validation_enabled();
 int validation_option();  // for ContextOptions::validation: 1, or 0 where validation_enabled() is false
 // A validated context with these kernel variants forced: created on first use, kept to the end.
 rfa::Context& context(const KernelOptions& kernels);
+// ... and under a device profile (docs/device-profiles.md; "" the process's RFA_DEVICE_PROFILE): a
+// case that needs a path only some devices take (the tile without clustered subgroup operations).
+rfa::Context& context(const KernelOptions& kernels, const std::string& device_profile);
 uint64_t validation_messages();
 // Destroys the shared context (so messages emitted during teardown are still counted).
 void shutdown();

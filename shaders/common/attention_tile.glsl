@@ -1,18 +1,24 @@
 // The cooperative tile of the fused attention kernel (RFA_TILE 1; the GPU path for prefill), built
 // like the flash-attention kernels of GPU libraries: a workgroup of WG threads owns BQ query rows;
-// per tile of BK keys it runs four phases, each spread over all its threads:
+// per tile of BK keys (K and V staged together: 3 barriers a tile; 4 where V is staged over K):
 //   A. logits as a small GEMM: thread (tr, tc) forms a TR x TC block of cross terms Re(conj(Q~) K~)
 //      (rows tr + NR a, keys tc + S b) from the Q tile and the K tile in shared memory, so each
-//      value it loads serves TC (or TR) multiply-adds instead of one;
-//   B. the pair terms, once per (row, key) pair over a flat index: lag, E, B, P (the lag table for
+//      value it loads serves TC (or TR) multiply-adds instead of one; the block stays in registers;
+//   B. the pair terms of exactly those pairs, by the same thread: lag, E, B, P (the lag table for
 //      integer lags), the Mahalanobis residual and the Student-t logit, the causal/window mask;
-//      meanwhile the V tile replaces the K tile;
-//   C. the online softmax, one thread per row: the tile's row maximum, the rescale factor of the
-//      row's accumulators, and p E (RFA's decayed weight) written over the logit;
+//   C. the online softmax in the same layout: each thread's maximum over its TC keys, then the
+//      row's over the S threads of the row group (RFA_TILE_SG: a clustered subgroup max, or
+//      shuffle-xor butterflies, the group's S lanes being consecutive lanes of one subgroup; else
+//      each thread rescales to its own maximum and the S maxima go through a small shared array,
+//      merged after the next barrier);
+//      each thread keeps its share of the row sum (and of the gate's energy log-sum-exp) in
+//      registers, merged across the row group once after the last tile; only p E (RFA's decayed
+//      weight) goes to shared memory;
 //   D. the value aggregation as a second small GEMM: thread (tr, tc) accumulates TR rows x TD
 //      complex dims (dims tc + S e) in registers.
 // After the last tile the accumulators go through shared memory to one thread per row, which
-// holds that row's (m, l) from phase C and runs the kernel's epilogue unchanged.
+// runs the kernel's epilogue unchanged. The cooperative-matrix tile (RFA_TILE_CM) keeps the
+// earlier layout: cross terms, logits and weights through shared memory, a softmax thread per row.
 //
 // Shapes (specialization constants, chosen by ops::choose_attention_tiling): S threads share a row
 // group (S divides D and BK: the largest power of two up to 8 dividing D), NR = WG / S row threads,
@@ -31,6 +37,9 @@
 #ifndef RFA_TILE_CM
 #define RFA_TILE_CM 0
 #endif
+#ifndef RFA_TILE_SG
+#define RFA_TILE_SG 0
+#endif
 #if RFA_TILE_F16
 #define TILE_T f16vec2
 #define TILE_DOT(a, b) float(dot(a, b))
@@ -47,7 +56,6 @@ const uint TC = BK / S;    // keys per thread (phase A)
 const uint TD = D / S;     // complex dims per thread (phase D)
 const uint DP = D + 1;     // padded row strides
 const uint BKP = BK + 1;
-const uint OUT_CHUNK = D < BKP ? D : BK;  // dims per round of the final hand-over (fits tpe)
 
 #if RFA_TILE_CM
 // RFA_TILE_CM: phases A and D on cooperative matrices (VK_NV_cooperative_matrix, 16 x 16 x 16,
@@ -107,19 +115,54 @@ shared float tpv[BQ * VS];    // this tile's P V; finally the output hand-over
 #endif
 #define T_CROSS(r, c) tlog[(r) * CS + (c)]
 #define T_E(r, c) tE[(r) * BKP + (c)]
-#else
-shared TILE_T tq[BQ * DP];    // the Q tile (SDPA: times the scale)
-shared TILE_T tkv[BK * DP];   // the K tile (phase A), then the V tile (phase D)
-shared vec2 tpe[BQ * BKP];    // per pair (logit, E), then (p E, E); finally the output hand-over
-#define T_CROSS(r, c) tpe[(r) * BKP + (c)].x
-#define T_E(r, c) tpe[(r) * BKP + (c)].y
-#endif
 // The logit, then the weight p E, of a pair: where the cross term was.
 #define T_LOGIT(r, c) T_CROSS(r, c)
 shared float tscale[BQ];      // each row's rescale factor for this tile
 #if !RFA_SDPA
 const uint EN_SIZE = GATE ? BQ * BKP : 1;
 shared float ten[EN_SIZE];    // the gate's per-pair energy
+#endif
+#else
+const uint OUT_CHUNK = D < BKP / 2 ? D : BKP / 2;  // complex dims per round of the hand-over (fits tp)
+shared TILE_T tq[BQ * DP];    // the Q tile (SDPA: times the scale)
+// The K tile (phase A) and the V tile (phase D) at VO: staged together in two buffers (KV_APART),
+// else V over K once phase A is done (a barrier more a tile; where two do not fit).
+const uint VO = KV_APART ? BK * DP : 0;
+shared TILE_T tkv[(KV_APART ? 2 : 1) * BK * DP];
+shared float tp[BQ * BKP];    // p E per pair (phase D's weights); finally the output hand-over
+// Without subgroup reductions: each thread's maximum per row (and, after the last tile, its
+// shares of the row's statistics), S per row.
+const uint TMX = RFA_TILE_SG != 0 ? 1 : BQ * S;
+shared float tmx[TMX];
+#if RFA_TILE_SG == 1
+// A row group's maximum and sum over its S lanes (one cluster: S a power of two up to 8, at most
+// the subgroup's size); the branch is on a specialization constant, the same for every lane.
+float row_group_max(float x) {
+  if (S == 8) return subgroupClusteredMax(x, 8);
+  if (S == 4) return subgroupClusteredMax(x, 4);
+  if (S == 2) return subgroupClusteredMax(x, 2);
+  return x;
+}
+float row_group_add(float x) {
+  if (S == 8) return subgroupClusteredAdd(x, 8);
+  if (S == 4) return subgroupClusteredAdd(x, 4);
+  if (S == 2) return subgroupClusteredAdd(x, 2);
+  return x;
+}
+#elif RFA_TILE_SG == 2
+// The same by log2(S) butterfly steps of subgroupShuffleXor (lane masks below S stay inside the
+// row group's aligned S lanes): devices with shuffles but no clustered operations.
+float row_group_max(float x) {
+  [[unroll]] for (uint w = 1; w < S; w *= 2) x = max(x, subgroupShuffleXor(x, w));
+  return x;
+}
+float row_group_add(float x) {
+  [[unroll]] for (uint w = 1; w < S; w *= 2) x += subgroupShuffleXor(x, w);
+  return x;
+}
+#endif
+#endif
+#if !RFA_SDPA
 shared float tkn[BK];         // |K~|^2 and (hi, lo) times of the tile's keys
 shared vec2 tkt[BK];
 shared float tqn[BQ];         // |Q~|^2 and (hi, lo) times of the rows

@@ -2,7 +2,6 @@
 // statements of main() in common/attention_body.glsl, which has declared tid, q0, pos0, kv_len,
 // base, tbase, h, P and the row state m, l (me, le), acc[D] of thread tid < BQ.
 {
-  const uint tr = tid / S, tc = tid % S;
   const uint last_q = min(q0 + BQ, pc.n_new) - 1;
   const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
   const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the first row's oldest key
@@ -40,6 +39,10 @@
   }
 #endif
 
+#if RFA_TILE_CM
+  // The cooperative-matrix tile: cross terms, logits and weights through shared memory, five
+  // barriers a tile, the softmax one thread per row.
+  const uint tr = tid / S, tc = tid % S;
   vec2 acc_t[TR * TD];
   [[unroll]] for (uint k = 0; k < TR * TD; ++k) acc_t[k] = vec2(0.0);
 
@@ -47,12 +50,8 @@
     const uint nk = min(BK, kv_end - j0);
     for (uint e = tid; e < nk * D; e += WG) {
       const vec2 x = KV_LOAD(Kc[(base + slot_of(j0 + e / D)) * D + e % D]);
-#if RFA_TILE_CM
       tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
       tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
-#else
-      tkv[(e / D) * DP + e % D] = TILE_T(x);
-#endif
     }
 #if !RFA_SDPA
     for (uint e = tid; e < nk; e += WG) {
@@ -65,7 +64,6 @@
     barrier();
 
     // A. Cross terms, TR x TC per thread (keys past nk give values phase B masks).
-#if RFA_TILE_CM
     for (uint t = gl_SubgroupID; t < (BQ / 16) * (BK / 16); t += gl_NumSubgroups) {
       const uint mi = t / (BK / 16), ni = t % (BK / 16);
       CM_ZERO();
@@ -73,22 +71,6 @@
         CM_MMA(tq, mi * 16 * HS + kk * 16, HS, false, tkv, ni * 16 * HS + kk * 16, HS, true);
       CM_STORE(tlog, mi * 16 * CS + ni * 16, CS);
     }
-#else
-    {
-      float s[TR * TC];
-      [[unroll]] for (uint k = 0; k < TR * TC; ++k) s[k] = 0.0;
-      [[unroll]] for (uint d = 0; d < D; ++d) {
-        TILE_T kk[TC];
-        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) kk[b2] = tkv[(tc + S * b2) * DP + d];
-        [[unroll]] for (uint a = 0; a < TR; ++a) {
-          const TILE_T qq = tq[(tr + NR * a) * DP + d];
-          [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) s[a * TC + b2] += TILE_DOT(qq, kk[b2]);
-        }
-      }
-      [[unroll]] for (uint a = 0; a < TR; ++a)
-        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) T_CROSS(tr + NR * a, tc + S * b2) = s[a * TC + b2];
-    }
-#endif
     barrier();
 
     // B. The pair terms and the mask, once per pair; the V tile over the K tile. Interior tiles (a
@@ -129,17 +111,12 @@
       if (GATE) ten[r * BKP + c] = energy;
 #endif
     }
-#if RFA_TILE_CM
     // The MMA reads all BK rows: rows past nk are zero (their weights are zero; 0 x NaN is not).
     for (uint e = tid; e < BK * D; e += WG) {
       const vec2 x = e / D < nk ? KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]) : vec2(0.0);
       tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
       tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
     }
-#else
-    for (uint e = tid; e < nk * D; e += WG)
-      tkv[(e / D) * DP + e % D] = TILE_T(KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]));
-#endif
     barrier();
 
     // C. Online softmax, one thread per row: rescale factor, then p E over the logit.
@@ -173,15 +150,12 @@
       } else {
         for (uint c = 0; c < nk; ++c) T_LOGIT(r, c) = 0.0;  // no key of this tile is visible
       }
-#if RFA_TILE_CM
       for (uint c = 0; c < BK; ++c) tp16[r * PS + c] = float16_t(c < nk ? T_LOGIT(r, c) : 0.0);
-#endif
       tscale[r] = sc;
     }
     barrier();
 
     // D. Value aggregation, TR rows x TD dims per thread.
-#if RFA_TILE_CM
     for (uint t = gl_SubgroupID; t < (BQ / 16) * (D2 / 16); t += gl_NumSubgroups) {
       const uint mi = t / (D2 / 16), ni = t % (D2 / 16);
       CM_ZERO();
@@ -198,25 +172,10 @@
         acc_t[a * TD + e] = acc_t[a * TD + e] * sc + vec2(tpv[r * VS + 2 * d], tpv[r * VS + 2 * d + 1]);
       }
     }
-#else
-    [[unroll]] for (uint a = 0; a < TR; ++a) {
-      const float sc = tscale[tr + NR * a];
-      [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] *= sc;
-    }
-    for (uint c = 0; c < nk; ++c) {
-      TILE_T vv[TD];
-      [[unroll]] for (uint e = 0; e < TD; ++e) vv[e] = tkv[c * DP + tc + S * e];
-      [[unroll]] for (uint a = 0; a < TR; ++a) {
-        const float p = tpe[(tr + NR * a) * BKP + c].x;
-        [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] += TILE_WEIGHTED(p, vv[e]);
-      }
-    }
-#endif
     barrier();
   }
 
-  // Hand the accumulators to the row threads, OUT_CHUNK dims a round through tpe (tpv: at once).
-#if RFA_TILE_CM
+  // Hand the accumulators to the row threads through tpv, all dims at once.
   [[unroll]] for (uint a = 0; a < TR; ++a)
     [[unroll]] for (uint e = 0; e < TD; ++e) {
       const uint r = tr + NR * a, d = tc + S * e;
@@ -229,18 +188,301 @@
   const uint rown = min(tid, BQ - 1);
   [[unroll]] for (uint d = 0; d < D; ++d) acc[d] = vec2(tpv[rown * VS + 2 * d], tpv[rown * VS + 2 * d + 1]);
 #else
+  // The thread's place: row group tr (rows tr + NR a), lane tc (keys tc + S b, dims tc + S e).
+  // RFA_TILE_SG numbers the threads by subgroup lanes, so that the S lanes of a row group are
+  // consecutive lanes of one subgroup, one cluster of subgroupClustered*(x, S): the host runs it
+  // only where the workgroup is whole subgroups of at least S lanes (choose_attention_tiling).
+#if RFA_TILE_SG
+  const uint tw = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
+  const uint tw = tid;
+#endif
+  const uint tr = tw / S, tc = tw % S;
+
+  vec2 acc_t[TR * TD];
+  [[unroll]] for (uint k = 0; k < TR * TD; ++k) acc_t[k] = vec2(0.0);
+  // Per row of the thread: the row's maximum (base 2; the same in the S lanes of its group) and
+  // this lane's share of the row sum relative to it; the gate's energy log-sum-exp over this
+  // lane's keys alone (merged across the lanes after the last tile).
+  float mr[TR], lt[TR];
+  [[unroll]] for (uint a = 0; a < TR; ++a) {
+    mr[a] = NEG_INF;
+    lt[a] = 0.0;
+  }
+#if !RFA_SDPA
+  float met[TR], let[TR];
+  [[unroll]] for (uint a = 0; a < TR; ++a) {
+    met[a] = NEG_INF;
+    let[a] = 0.0;
+  }
+#endif
+
+  // Three barriers a tile: K and V staged together; the weights p E written; phase D done (a
+  // fourth where V is staged over K: after the weights, once phase A has read K).
+  for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
+    const uint nk = min(BK, kv_end - j0);
+    for (uint e = tid; e < nk * D; e += WG) {
+      const uint g = (base + slot_of(j0 + e / D)) * D + e % D, o = (e / D) * DP + e % D;
+      tkv[o] = TILE_T(KV_LOAD(Kc[g]));
+      if (KV_APART) tkv[VO + o] = TILE_T(KV_LOAD(Vc[g]));
+    }
+#if !RFA_SDPA
+    for (uint e = tid; e < nk; e += WG) {
+      const uint s = slot_of(j0 + e);
+      tkn[e] = k_norm2[base + s];
+      tkt[e] = ts[tbase + s];
+      tki[e] = integer_time(tkt[e], KEY_NO_INT);
+    }
+#endif
+    barrier();
+
+    // A. Cross terms, TR x TC per thread, kept in registers (keys past nk: values B masks).
+    float s[TR * TC];
+    [[unroll]] for (uint k = 0; k < TR * TC; ++k) s[k] = 0.0;
+    [[unroll]] for (uint d = 0; d < D; ++d) {
+      TILE_T kk[TC];
+      [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) kk[b2] = tkv[(tc + S * b2) * DP + d];
+      [[unroll]] for (uint a = 0; a < TR; ++a) {
+        const TILE_T qq = tq[(tr + NR * a) * DP + d];
+        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) s[a * TC + b2] += TILE_DOT(qq, kk[b2]);
+      }
+    }
+
+    // B. The pair terms and the mask of the thread's own pairs, the logits over the cross terms.
+    // Interior tiles (a full key tile, every row live, every key before the diagonal and inside
+    // every row's window) skip the mask: one branch per tile, the same for all its threads.
+    const bool interior = nk == BK && q0 + BQ <= pc.n_new &&
+                          (!CAUSAL || (j0 + BK <= pos0 + q0 + 1 && j0 >= first_key(pos0 + q0 + BQ - 1)));
+    float tmax[TR];  // the thread's maximum logit per row
+#if !RFA_SDPA
+    float ew[TR * TC], en[TR * TC];  // E and the gate's energy per pair
+#endif
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      const uint r = tr + NR * a, qr = q0 + r, ii = pos0 + qr;
+      tmax[a] = NEG_INF;
+      [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) {
+        const uint c = tc + S * b2, j = j0 + c, k = a * TC + b2;
+        const bool valid = interior || (qr < pc.n_new && c < nk && (!CAUSAL || (j <= ii && j >= first_key(ii))));
+        float logit = NEG_INF;
+#if RFA_SDPA
+        if (valid) logit = s[k];
+#else
+        float E = 0.0, energy = NEG_INF;
+        if (valid) {
+          // The table index from integer times (exact: both below 2^24), else the float lag.
+          const int li = tqi[r] - tki[c];
+          const uint idx = uint(CAUSAL ? li : abs(li));
+          LagTerms t;
+          if (idx < pc.table_lags) {
+            t = table_terms(P, h, float(idx), idx);
+          } else {
+            const vec2 tiv = tqt[r], tj = tkt[c];
+            float lag = (tiv.x - tj.x) + (tiv.y - tj.y);
+            if (!CAUSAL) lag = abs(lag);
+            t = pair_lag_terms(P, h, lag);
+          }
+          rfa_pair_logit2(P, t, tqn[r], tkn[c], s[k], logit, energy);
+          E = t.E;
+        }
+        ew[k] = E;
+        en[k] = energy;
+#endif
+        s[k] = logit;
+        tmax[a] = max(tmax[a], logit);
+      }
+    }
+#if !RFA_SDPA
+    if (GATE)  // this lane's own energy log-sum-exp (no exchange per tile)
+      [[unroll]] for (uint a = 0; a < TR; ++a) {
+        float emax = NEG_INF;
+        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) emax = max(emax, en[a * TC + b2]);
+        if (emax != NEG_INF) {
+          const float mne = max(met[a], emax);
+          let[a] *= exp(met[a] - mne);
+          met[a] = mne;
+          [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) let[a] += exp(en[a * TC + b2] - mne);
+        }
+      }
+#define PAIR_E(k) ew[k]
+#else
+#define PAIR_E(k) 1.0
+#endif
+
+    // C. Online softmax in the same layout; p E (the decayed weight; SDPA: E = 1) to shared memory.
+    float scl[TR];  // each row's rescale factor of the accumulators
+#if RFA_TILE_SG
+    // The row's maximum over its S lanes (one cluster), then every lane its own keys' p.
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      const uint r = tr + NR * a;
+      const float mn = max(mr[a], row_group_max(tmax[a]));
+      scl[a] = mn == NEG_INF ? 1.0 : exp2(mr[a] - mn);  // logits and m in base 2
+      mr[a] = mn;
+      lt[a] *= scl[a];
+      [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) {
+        const uint k = a * TC + b2;
+        const float p = mn == NEG_INF ? 0.0 : exp2(s[k] - mn);
+        lt[a] += p;
+        tp[r * BKP + tc + S * b2] = p * PAIR_E(k);
+      }
+    }
+    barrier();
+#else
+    // Each lane against its own maximum M (at least the row's so far); the S maxima through tmx,
+    // merged after the barrier into the row's, with a factor per lane for phase D.
+    float lm[TR], ls[TR];
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      const uint r = tr + NR * a;
+      const float M = max(mr[a], tmax[a]);
+      lm[a] = M;
+      tmx[r * S + tc] = M;
+      float sum = 0.0;
+      [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) {
+        const uint k = a * TC + b2;
+        const float p = M == NEG_INF ? 0.0 : exp2(s[k] - M);
+        sum += p;
+        tp[r * BKP + tc + S * b2] = p * PAIR_E(k);
+      }
+      ls[a] = sum;
+    }
+    barrier();
+    float f[TR * S];  // lane u's weights of row a times f[a S + u]: relative to the row's maximum
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      const uint r = tr + NR * a;
+      float mn = NEG_INF;
+      [[unroll]] for (uint u = 0; u < S; ++u) mn = max(mn, tmx[r * S + u]);
+      [[unroll]] for (uint u = 0; u < S; ++u) {
+        const float Mu = tmx[r * S + u];
+        f[a * S + u] = Mu == NEG_INF ? 0.0 : exp2(Mu - mn);
+      }
+      scl[a] = mn == NEG_INF ? 1.0 : exp2(mr[a] - mn);
+      lt[a] = lt[a] * scl[a] + (lm[a] == NEG_INF ? 0.0 : ls[a] * exp2(lm[a] - mn));
+      mr[a] = mn;
+    }
+#endif
+#undef PAIR_E
+    if (!KV_APART) {  // V over K: every thread's phase A is done (the barrier above)
+      for (uint e = tid; e < nk * D; e += WG)
+        tkv[(e / D) * DP + e % D] = TILE_T(KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]));
+      barrier();
+    }
+
+    // D. Value aggregation, TR rows x TD dims per thread.
+    [[unroll]] for (uint a = 0; a < TR; ++a)
+      [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] *= scl[a];
+#if RFA_TILE_SG
+    for (uint c = 0; c < nk; ++c) {
+      TILE_T vv[TD];
+      [[unroll]] for (uint e = 0; e < TD; ++e) vv[e] = tkv[VO + c * DP + tc + S * e];
+      [[unroll]] for (uint a = 0; a < TR; ++a) {
+        const float p = tp[(tr + NR * a) * BKP + c];
+        [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] += TILE_WEIGHTED(p, vv[e]);
+      }
+    }
+#else
+    for (uint c0 = 0; c0 < nk; c0 += S)
+      [[unroll]] for (uint u = 0; u < S; ++u) {  // key c0 + u: lane u's
+        const uint c = c0 + u;
+        if (c < nk) {
+          TILE_T vv[TD];
+          [[unroll]] for (uint e = 0; e < TD; ++e) vv[e] = tkv[VO + c * DP + tc + S * e];
+          [[unroll]] for (uint a = 0; a < TR; ++a) {
+            const float p = tp[(tr + NR * a) * BKP + c] * f[a * S + u];
+            [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] += TILE_WEIGHTED(p, vv[e]);
+          }
+        }
+      }
+#endif
+    barrier();
+  }
+
+  // The row statistics over the S lanes of each row group, once: the sum's shares (relative to
+  // the common maximum) added; the gate's per-lane log-sum-exp states merged.
+#if RFA_TILE_SG
+  [[unroll]] for (uint a = 0; a < TR; ++a) {
+    lt[a] = row_group_add(lt[a]);
+#if !RFA_SDPA
+    if (GATE) {
+      const float mm = row_group_max(met[a]);
+      let[a] = row_group_add(met[a] == NEG_INF ? 0.0 : let[a] * exp(met[a] - mm));
+      met[a] = mm;
+    }
+#endif
+  }
+#else
+  [[unroll]] for (uint a = 0; a < TR; ++a) tmx[(tr + NR * a) * S + tc] = lt[a];
+  barrier();
+  [[unroll]] for (uint a = 0; a < TR; ++a) {
+    float sum = 0.0;
+    [[unroll]] for (uint u = 0; u < S; ++u) sum += tmx[(tr + NR * a) * S + u];
+    lt[a] = sum;
+  }
+#if !RFA_SDPA
+  if (GATE) {
+    barrier();
+    [[unroll]] for (uint a = 0; a < TR; ++a) tmx[(tr + NR * a) * S + tc] = met[a];
+    barrier();
+    float mm[TR];
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      mm[a] = NEG_INF;
+      [[unroll]] for (uint u = 0; u < S; ++u) mm[a] = max(mm[a], tmx[(tr + NR * a) * S + u]);
+    }
+    barrier();
+    [[unroll]] for (uint a = 0; a < TR; ++a)
+      tmx[(tr + NR * a) * S + tc] = met[a] == NEG_INF ? 0.0 : let[a] * exp(met[a] - mm[a]);
+    barrier();
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      float sum = 0.0;
+      [[unroll]] for (uint u = 0; u < S; ++u) sum += tmx[(tr + NR * a) * S + u];
+      let[a] = sum;
+      met[a] = mm[a];
+    }
+  }
+#endif
+#endif
+
+  // Hand the row statistics, then the accumulators (OUT_CHUNK dims a round), to the row threads
+  // through tp. Every thread reads (those past BQ the last row, unused): an unconditional write
+  // lets the compiler drop acc[]'s initial zeros instead of keeping them live through the walk.
+  if (tc == 0)
+    [[unroll]] for (uint a = 0; a < TR; ++a) {
+      const uint o = (tr + NR * a) * BKP;
+      tp[o] = mr[a];
+      tp[o + 1] = lt[a];
+#if !RFA_SDPA
+      tp[o + 2] = met[a];
+      tp[o + 3] = let[a];
+#endif
+    }
+  barrier();
+  {
+    const uint o = min(tid, BQ - 1) * BKP;
+    m = tp[o];
+    l = tp[o + 1];
+#if !RFA_SDPA
+    if (GATE) {
+      me = tp[o + 2];
+      le = tp[o + 3];
+    }
+#endif
+  }
   [[unroll]] for (uint c0 = 0; c0 < D; c0 += OUT_CHUNK) {
+    barrier();
     [[unroll]] for (uint a = 0; a < TR; ++a)
       [[unroll]] for (uint e = 0; e < TD; ++e) {
         const uint d = tc + S * e;
-        if (d >= c0 && d < c0 + OUT_CHUNK) tpe[(tr + NR * a) * OUT_CHUNK + d - c0] = acc_t[a * TD + e];
+        if (d >= c0 && d < c0 + OUT_CHUNK) {
+          const uint o = (tr + NR * a) * 2 * OUT_CHUNK + 2 * (d - c0);
+          tp[o] = acc_t[a * TD + e].x;
+          tp[o + 1] = acc_t[a * TD + e].y;
+        }
       }
     barrier();
-    // Every thread reads (those past BQ the last row, unused): see the cooperative-matrix branch.
     // The last round may be partial (D not a multiple of OUT_CHUNK, e.g. D = 40 with BK = 32).
     [[unroll]] for (uint k = 0; k < OUT_CHUNK; ++k)
-      if (c0 + k < D) acc[c0 + k] = tpe[min(tid, BQ - 1) * OUT_CHUNK + k];
-    barrier();
+      if (c0 + k < D) {
+        const uint o = min(tid, BQ - 1) * 2 * OUT_CHUNK + 2 * k;
+        acc[c0 + k] = vec2(tp[o], tp[o + 1]);
+      }
   }
 #endif
 }

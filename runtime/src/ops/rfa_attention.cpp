@@ -173,19 +173,31 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
   return c;
 }
 
-uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat) {
-  const uint32_t common = rows * 4                                // tscale
-                          + (gate ? rows * (keys + 1) * 4 : 4)    // ten: the gate's energies
-                          + rows * (4 + 8 + 4) + keys * (4 + 8 + 4);  // tqn, tqt, tqi; tkn, tkt, tki
+uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat,
+                           bool subgroup_reduce, bool kv_apart) {
+  const uint32_t common = rows * (4 + 8 + 4) + keys * (4 + 8 + 4);  // tqn, tqt, tqi; tkn, tkt, tki
   if (coopmat) {  // halves for Q, K/V and the weights; floats for logits, E and P V (attention_tile.glsl)
     const uint32_t d2 = (2 * dim + 15) / 16 * 16;  // 2D halves zero-padded to whole 16-wide blocks
     return (rows + keys) * (d2 + 8) * 2 + rows * (keys + 4) * 4 + rows * (keys + 1) * 4 + rows * (keys + 8) * 2 +
-           rows * (d2 + 4) * 4 + common;
+           rows * (d2 + 4) * 4 + rows * 4     // tscale
+           + (gate ? rows * (keys + 1) * 4 : 4)  // ten: the gate's energies
+           + common;
   }
-  const uint32_t elt = f16 ? 4 : 8;  // one complex component of the Q, K/V tiles
-  return (rows + keys) * (dim + 1) * elt  // tq, tkv
-         + rows * (keys + 1) * 8          // tpe: (logit, E) per pair
+  const uint32_t elt = f16 ? 4 : 8;  // one complex component of the Q, K and V tiles
+  return (rows + (kv_apart ? 2 : 1) * keys) * (dim + 1) * elt          // tq, tkv (K, V)
+         + rows * (keys + 1) * 4                                         // tp: p E per pair
+         + (subgroup_reduce ? 4 : rows * tile_threads_per_group(dim) * 4)  // tmx: S maxima a row
          + common;
+}
+
+int tile_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s) {
+  if (caps.subgroup_size < std::max<uint32_t>(s, 1) || wg % caps.subgroup_size != 0) return 0;
+  const VkSubgroupFeatureFlags clustered =
+      VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+  const VkSubgroupFeatureFlags shuffle = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  if ((caps.subgroup_ops & clustered) == clustered) return 1;
+  if ((caps.subgroup_ops & shuffle) == shuffle) return 2;
+  return 0;
 }
 
 uint32_t merge_chunk_for(uint32_t dim) {
@@ -215,18 +227,37 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   const uint32_t wg = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s), nr = wg / s;
   if (coopmat && (caps.subgroup_size == 0 || wg % caps.subgroup_size != 0)) return false;
   const uint32_t min_bk = coopmat ? 16 : std::max<uint32_t>(s, 4);
-  uint32_t bq = 64, bk = 32;
-  while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat) > caps.max_shared_memory) {
-    if (bk > 16) bk /= 2;
-    else if (bq > std::max<uint32_t>(nr, 16)) bq /= 2;
-    else if (bk > min_bk) bk /= 2;  // large D: fewer keys a tile rather than no tile
-    else return false;
+  const int reduce = coopmat ? 0 : tile_subgroup_reduce(caps, wg, s);
+  const bool sg = reduce != 0;
+  // The largest tile that fits, K and V in two buffers or (the scalar tile) in one.
+  auto fit = [&](bool apart, uint32_t& bq, uint32_t& bk) {
+    bq = 64;
+    bk = 32;
+    while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, apart) > caps.max_shared_memory) {
+      if (bk > 16) bk /= 2;
+      else if (bq > std::max<uint32_t>(nr, 16)) bq /= 2;
+      else if (bk > min_bk) bk /= 2;  // large D: fewer keys a tile rather than no tile
+      else return false;
+    }
+    return true;
+  };
+  uint32_t bq = 0, bk = 0, bq1 = 0, bk1 = 0;
+  const bool two = fit(true, bq, bk);
+  // One buffer (a barrier more a tile) only where it gives a larger tile or two do not fit.
+  const bool one = !coopmat && fit(false, bq1, bk1) && (!two || bq1 * bk1 > bq * bk);
+  if (!two && !one) return false;
+  if (one) {
+    bq = bq1;
+    bk = bk1;
   }
   t.workgroup = wg;
   t.threads_per_row = s;
   t.rows_per_group = bq;
   t.keys_per_tile = bk;
-  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate, coopmat);
+  t.subgroup_reduce = sg;
+  t.subgroup_shuffle = reduce == 2;
+  t.kv_apart = !one;
+  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, !one);
   return true;
 }
 }  // namespace
@@ -363,6 +394,12 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                                              : ", scalar (the device has no VK_NV_cooperative_matrix 16x16x16 fp16)")
                             : "") +
                (tt.f16_math ? ", fp16 products" : (f16_wanted && !tt.coopmat ? ", fp32 (fp16 products need shaderFloat16)" : "")) +
+               (tt.coopmat                ? ""
+                : tt.subgroup_shuffle         ? ", row max/sum by subgroup shuffles (no clustered subgroup operations)"
+                : tt.subgroup_reduce          ? ", row max/sum by clustered subgroup reductions"
+                                              : ", row max/sum through shared memory (no subgroup clustered operations or "
+                                                "shuffles, or no whole subgroups of a row group's lanes)") +
+               (tt.coopmat || tt.kv_apart ? "" : ", V staged over K (two tiles do not fit)") +
                (tt.lag_table ? ", integer lags from the table" : ", every pair's terms computed");
       return tt;
     }
@@ -511,6 +548,7 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16) {
   std::string n = family;
   if (t.tile) n += t.coopmat ? (t.coopmat_emulated ? "_tile_cm_emu" : "_tile_cm") : t.f16_math ? "_tile_f16" : "_tile";
+  if (t.tile && !t.coopmat && t.subgroup_reduce) n += t.subgroup_shuffle ? "_sx" : "_sg";
   return kv_f16 ? n + "_kv16" : n;
 }
 
@@ -555,6 +593,7 @@ Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
       .set(kAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1)
       .set(kAttnFIN, t.threads_per_row > 1 ? t.rows_per_group * D : 1).set_flag(kAttnDirectKv, t.direct_kv);
   switches(spec);
+  spec.set_flag(kAttnKvApart, t.kv_apart);
   auto pipe = ctx.pipelines().get<AttentionPush>(attention_kernel_name("rfa_attention", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};

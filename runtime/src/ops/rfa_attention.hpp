@@ -100,6 +100,11 @@ struct AttentionTiling {
   bool f16_math = false;            // the tile's Q/K/V tiles and products in fp16
   bool coopmat = false;             // the tile's two GEMMs on cooperative matrices (*_tile_cm)
   bool coopmat_emulated = false;    // ... emulated by subgroup lanes (*_tile_cm_emu; tests only)
+  bool subgroup_reduce = false;     // the scalar tile's row max/sum by subgroup operations over a
+                                    // row group's lanes (else through shared memory):
+  bool subgroup_shuffle = false;    // clustered reductions (*_sg), or shuffle-xor butterflies (*_sx)
+  bool kv_apart = true;             // the scalar tile stages K and V in two buffers (3 barriers a
+                                    // tile); false: V over K (4), where two do not fit
   uint32_t shared_bytes = 0;        // the tile's shared memory (0: the other paths)
   std::string why;                  // one line: which path and why
 };
@@ -109,8 +114,17 @@ uint32_t merge_chunk_for(uint32_t dim);
 // The cooperative tile's threads per row group (S): the largest power of two up to 8 dividing D
 // (S must divide D, for each thread's dims, and the power-of-two key tiles).
 uint32_t tile_threads_per_group(uint32_t dim);
-// The shared memory of the cooperative tile for a shape (what the shader declares).
-uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat = false);
+// The shared memory of the cooperative tile for a shape (what the shader declares). The scalar
+// tile's row reductions without subgroup operations (subgroup_reduce false) add S floats a row;
+// kv_apart: its K and V tiles in two buffers (else one, V staged over K).
+uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat = false,
+                           bool subgroup_reduce = false, bool kv_apart = true);
+// How the scalar tile of workgroup `wg` in row groups of `s` threads reduces over a row group: 1 by
+// clustered subgroup operations (the device has subgroup arithmetic and clustered operations in
+// compute), 2 by shuffle-xor butterflies (subgroup shuffles, no clustered operations: lavapipe,
+// MoltenVK), either only where the workgroup is whole subgroups of at least s lanes (a row group
+// then lies in one subgroup); 0 through shared memory.
+int tile_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s);
 // Split-k applies to calls of at most this many query rows per (batch row, head).
 constexpr uint32_t kSplitRows = 4;
 // CPU devices: at most this many keys per thread. lavapipe stops an invocation's loops after
@@ -122,13 +136,14 @@ constexpr uint32_t kCpuKeysPerThread = 16384;
 constexpr uint32_t kTileMinRows = 8;
 // CPU devices run the tile only when forced, and for at most this many keys (the loop cap).
 constexpr uint32_t kCpuTileKeys = 8192;
-// `gate`: the layer's gate is on (the tile then keeps a per-pair energy in shared memory).
+// `gate`: the layer's gate is on (the cooperative-matrix tile then keeps a per-pair energy in shared
+// memory; the scalar tile keeps it in registers).
 AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
                                        uint32_t dim, uint32_t batch_heads = 0, uint32_t capacity = 0,
                                        bool gate = false);
 
 // The shader of a tiling: `family` ("rfa_attention", "sdpa") + "_tile" / "_tile_f16" / "_tile_cm" /
-// "_tile_cm_emu" + "_kv16".
+// "_tile_cm_emu", "_sg" / "_sx" for the clustered / shuffle subgroup reductions, + "_kv16".
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16);
 
 // Records the lag table of `cache` for the layer `w` (one dispatch; the session records it once
