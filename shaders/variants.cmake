@@ -13,8 +13,9 @@
 # plain SDPA yardstick instead of RFA), RFA_REDUCE (split-k reduce), RFA_TILE (cooperative tile),
 # RFA_TILE_F16 (fp16 products), RFA_TILE_CM (cooperative matrices; VK_NV_cooperative_matrix,
 # 16 x 16 x 16, fp16 x fp16 + fp32, and shaderFloat16), RFA_TILE_CM_EMU (each matrix operation
-# emulated by the subgroup's lanes: tests the layout anywhere), RFA_TILE_SG (the scalar tile's row
-# max and sum over a row group's lanes: 1 clustered subgroup reductions, the *_sg kernels, for
+# emulated by the subgroup's lanes: tests the layout anywhere), RFA_ROW_SG (reductions over the S
+# lanes of a row, common/row_group_reduce.glsl: the scalar tile's row max and sum, the direct walk's
+# merge of its S partial states; 1 clustered subgroup reductions, the *_sg kernels, for
 # devices with subgroup arithmetic and clustered operations in compute; 2 subgroupShuffleXor
 # butterflies, the *_sx kernels, where shuffles are there but clustered operations are not, as on
 # lavapipe and MoltenVK; without either a shared-memory exchange), all in
@@ -28,23 +29,28 @@ set(SG GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_clustered)
 set(SX GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle)
 
 #                  kernel                          body                      defines, then EXTENSIONS
-# Fused RFA attention over the rotated caches and the SDPA yardstick (same tiling): direct, split-k
-# reduce, cooperative tile, fp16 products, cooperative matrices (real or emulated); fp32 or fp16 caches.
+# Fused RFA attention over the rotated caches and the SDPA yardstick (same tiling): direct (its
+# merge by subgroup operations: *_sg, *_sx), split-k reduce, cooperative tile, fp16 products,
+# cooperative matrices (real or emulated); fp32 or fp16 caches.
 rfa_shader_variant(rfa_attention                  attention_body.glsl       RFA_SDPA=0)
 rfa_shader_variant(rfa_attention_kv16             attention_body.glsl       RFA_SDPA=0 RFA_KV_F16)
 rfa_shader_variant(rfa_attention_reduce           attention_body.glsl       RFA_SDPA=0 RFA_REDUCE)
+rfa_shader_variant(rfa_attention_sg               attention_body.glsl       RFA_SDPA=0 RFA_ROW_SG EXTENSIONS ${SG})
+rfa_shader_variant(rfa_attention_sg_kv16          attention_body.glsl       RFA_SDPA=0 RFA_ROW_SG RFA_KV_F16 EXTENSIONS ${SG})
+rfa_shader_variant(rfa_attention_sx               attention_body.glsl       RFA_SDPA=0 RFA_ROW_SG=2 EXTENSIONS ${SX})
+rfa_shader_variant(rfa_attention_sx_kv16          attention_body.glsl       RFA_SDPA=0 RFA_ROW_SG=2 RFA_KV_F16 EXTENSIONS ${SX})
 rfa_shader_variant(rfa_attention_tile             attention_body.glsl       RFA_SDPA=0 RFA_TILE)
 rfa_shader_variant(rfa_attention_tile_kv16        attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16)
 rfa_shader_variant(rfa_attention_tile_f16         attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_F16 EXTENSIONS ${F16})
 rfa_shader_variant(rfa_attention_tile_f16_kv16    attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_F16 EXTENSIONS ${F16})
-rfa_shader_variant(rfa_attention_tile_sg          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_SG EXTENSIONS ${SG})
-rfa_shader_variant(rfa_attention_tile_sg_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_SG RFA_KV_F16 EXTENSIONS ${SG})
-rfa_shader_variant(rfa_attention_tile_f16_sg      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_F16 RFA_TILE_SG EXTENSIONS ${F16} ${SG})
-rfa_shader_variant(rfa_attention_tile_f16_sg_kv16 attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_TILE_SG EXTENSIONS ${F16} ${SG})
-rfa_shader_variant(rfa_attention_tile_sx          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_SG=2 EXTENSIONS ${SX})
-rfa_shader_variant(rfa_attention_tile_sx_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_SG=2 RFA_KV_F16 EXTENSIONS ${SX})
-rfa_shader_variant(rfa_attention_tile_f16_sx      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_F16 RFA_TILE_SG=2 EXTENSIONS ${F16} ${SX})
-rfa_shader_variant(rfa_attention_tile_f16_sx_kv16 attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_TILE_SG=2 EXTENSIONS ${F16} ${SX})
+rfa_shader_variant(rfa_attention_tile_sg          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG EXTENSIONS ${SG})
+rfa_shader_variant(rfa_attention_tile_sg_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG RFA_KV_F16 EXTENSIONS ${SG})
+rfa_shader_variant(rfa_attention_tile_f16_sg      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_F16 RFA_ROW_SG EXTENSIONS ${F16} ${SG})
+rfa_shader_variant(rfa_attention_tile_f16_sg_kv16 attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_ROW_SG EXTENSIONS ${F16} ${SG})
+rfa_shader_variant(rfa_attention_tile_sx          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG=2 EXTENSIONS ${SX})
+rfa_shader_variant(rfa_attention_tile_sx_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG=2 RFA_KV_F16 EXTENSIONS ${SX})
+rfa_shader_variant(rfa_attention_tile_f16_sx      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_F16 RFA_ROW_SG=2 EXTENSIONS ${F16} ${SX})
+rfa_shader_variant(rfa_attention_tile_f16_sx_kv16 attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_ROW_SG=2 EXTENSIONS ${F16} ${SX})
 rfa_shader_variant(rfa_attention_tile_cm          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(rfa_attention_tile_cm_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(rfa_attention_tile_cm_emu      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
@@ -52,18 +58,22 @@ rfa_shader_variant(rfa_attention_tile_cm_emu_kv16 attention_body.glsl       RFA_
 rfa_shader_variant(sdpa                           attention_body.glsl       RFA_SDPA)
 rfa_shader_variant(sdpa_kv16                      attention_body.glsl       RFA_SDPA RFA_KV_F16)
 rfa_shader_variant(sdpa_reduce                    attention_body.glsl       RFA_SDPA RFA_REDUCE)
+rfa_shader_variant(sdpa_sg                        attention_body.glsl       RFA_SDPA RFA_ROW_SG EXTENSIONS ${SG})
+rfa_shader_variant(sdpa_sg_kv16                   attention_body.glsl       RFA_SDPA RFA_ROW_SG RFA_KV_F16 EXTENSIONS ${SG})
+rfa_shader_variant(sdpa_sx                        attention_body.glsl       RFA_SDPA RFA_ROW_SG=2 EXTENSIONS ${SX})
+rfa_shader_variant(sdpa_sx_kv16                   attention_body.glsl       RFA_SDPA RFA_ROW_SG=2 RFA_KV_F16 EXTENSIONS ${SX})
 rfa_shader_variant(sdpa_tile                      attention_body.glsl       RFA_SDPA RFA_TILE)
 rfa_shader_variant(sdpa_tile_kv16                 attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16)
 rfa_shader_variant(sdpa_tile_f16                  attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_F16 EXTENSIONS ${F16})
 rfa_shader_variant(sdpa_tile_f16_kv16             attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_F16 EXTENSIONS ${F16})
-rfa_shader_variant(sdpa_tile_sg                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_SG EXTENSIONS ${SG})
-rfa_shader_variant(sdpa_tile_sg_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_SG RFA_KV_F16 EXTENSIONS ${SG})
-rfa_shader_variant(sdpa_tile_f16_sg               attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_F16 RFA_TILE_SG EXTENSIONS ${F16} ${SG})
-rfa_shader_variant(sdpa_tile_f16_sg_kv16          attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_TILE_SG EXTENSIONS ${F16} ${SG})
-rfa_shader_variant(sdpa_tile_sx                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_SG=2 EXTENSIONS ${SX})
-rfa_shader_variant(sdpa_tile_sx_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_SG=2 RFA_KV_F16 EXTENSIONS ${SX})
-rfa_shader_variant(sdpa_tile_f16_sx               attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_F16 RFA_TILE_SG=2 EXTENSIONS ${F16} ${SX})
-rfa_shader_variant(sdpa_tile_f16_sx_kv16          attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_TILE_SG=2 EXTENSIONS ${F16} ${SX})
+rfa_shader_variant(sdpa_tile_sg                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG EXTENSIONS ${SG})
+rfa_shader_variant(sdpa_tile_sg_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG RFA_KV_F16 EXTENSIONS ${SG})
+rfa_shader_variant(sdpa_tile_f16_sg               attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_F16 RFA_ROW_SG EXTENSIONS ${F16} ${SG})
+rfa_shader_variant(sdpa_tile_f16_sg_kv16          attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_ROW_SG EXTENSIONS ${F16} ${SG})
+rfa_shader_variant(sdpa_tile_sx                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG=2 EXTENSIONS ${SX})
+rfa_shader_variant(sdpa_tile_sx_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG=2 RFA_KV_F16 EXTENSIONS ${SX})
+rfa_shader_variant(sdpa_tile_f16_sx               attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_F16 RFA_ROW_SG=2 EXTENSIONS ${F16} ${SX})
+rfa_shader_variant(sdpa_tile_f16_sx_kv16          attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_F16 RFA_ROW_SG=2 EXTENSIONS ${F16} ${SX})
 rfa_shader_variant(sdpa_tile_cm                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(sdpa_tile_cm_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(sdpa_tile_cm_emu               attention_body.glsl       RFA_SDPA RFA_TILE RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})

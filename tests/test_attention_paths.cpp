@@ -203,6 +203,201 @@ TEST_CASE("the tiling is data: chosen from the device and the shape, with its re
   CHECK(ops::choose_attention_tiling(cpu_caps, forced, 8, 32, 8, 64).splits == 1);  // more rows than split-k takes
 }
 
+TEST_CASE("the direct walk's merge is chosen as data: subgroup operations where whole subgroups hold a row's lanes") {
+  gpu::Capabilities caps;
+  caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  caps.subgroup_size = 32;
+  caps.max_workgroup_invocations = 1024;
+  caps.max_shared_memory = 49152;
+  caps.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+  const KernelOptions none;
+  // A decode step: S threads of one row, at most one 32-lane subgroup of them (64 do not fit one).
+  auto t = ops::choose_attention_tiling(caps, none, 1, 32, 8, 65536);
+  REQUIRE(!t.tile);
+  CHECK(t.threads_per_row == 32);
+  CHECK(t.subgroup_reduce);
+  CHECK(!t.subgroup_shuffle);
+  CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention_sg");
+  CHECK(ops::attention_kernel_name("sdpa", t, true) == "sdpa_sg_kv16");
+  CHECK(t.why.find("merged by clustered subgroup reductions") != std::string::npos);
+  // Four rows of 16 lanes (a 3-row call), split-k kept.
+  t = ops::choose_attention_tiling(caps, none, 3, 64, 8, 65536);
+  CHECK(t.threads_per_row == 16);
+  CHECK(t.subgroup_reduce);
+  CHECK(t.splits > 1);
+  // Shuffles without clustered operations (lavapipe, MoltenVK): the butterflies.
+  gpu::Capabilities sx = caps;
+  sx.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  t = ops::choose_attention_tiling(sx, none, 1, 32, 8, 65536);
+  CHECK(t.subgroup_reduce);
+  CHECK(t.subgroup_shuffle);
+  CHECK(ops::attention_kernel_name("rfa_attention", t, true) == "rfa_attention_sx_kv16");
+  CHECK(t.why.find("merged by subgroup shuffles") != std::string::npos);
+  // Neither (the Android baseline: basic only): the shared-memory merge, today's kernel.
+  gpu::Capabilities basic = caps;
+  basic.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT;
+  t = ops::choose_attention_tiling(basic, none, 1, 32, 8, 65536);
+  CHECK(!t.subgroup_reduce);
+  CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention");
+  CHECK(t.why.find("merged by shared memory") != std::string::npos);
+  // CPU devices (lavapipe: 8-lane subgroups, shuffles): one subgroup of 8 lanes per decode row; at
+  // a context that needs more threads per row than a subgroup has, shared memory again.
+  gpu::Capabilities cpu = sx;
+  cpu.device_type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  cpu.subgroup_size = 8;
+  // One thread per row (prefill) merges nothing: the plain kernel.
+  t = ops::choose_attention_tiling(cpu, none, 4096, 32, 8, 4096);
+  REQUIRE(!t.tile);
+  CHECK(t.threads_per_row == 1);
+  CHECK(!t.subgroup_reduce);
+  CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention");
+  t = ops::choose_attention_tiling(cpu, none, 1, 32, 8, 4096);
+  CHECK(t.direct_kv);
+  CHECK(t.workgroup == 8);
+  CHECK(t.subgroup_shuffle);
+  CHECK(ops::attention_kernel_name("sdpa", t, false) == "sdpa_sx");
+  t = ops::choose_attention_tiling(cpu, none, 1, 32, 8, 1u << 20);
+  CHECK(t.threads_per_row > 8);
+  CHECK(!t.subgroup_reduce);
+  // Row groups: a power of two, within one subgroup, the workgroup whole subgroups.
+  CHECK(ops::row_subgroup_reduce(caps, 64, 64) == 0);
+  CHECK(ops::row_subgroup_reduce(caps, 64, 32) == 1);
+  CHECK(ops::row_subgroup_reduce(caps, 48, 8) == 0);
+  CHECK(ops::row_subgroup_reduce(caps, 96, 6) == 0);
+  CHECK(ops::row_subgroup_reduce(sx, 64, 16) == 2);
+}
+
+namespace {
+// A windowed stream on path `ap`: chunks of `chunk` positions through a ring of window + chunk - 1
+// slots, outputs and log-partitions against the twin's banded causal mask.
+void check_window_on(const AttentionPath& ap, const AttentionParams& p, int B, int N, int window, int chunk) {
+  CAPTURE(N);
+  CAPTURE(window);
+  CAPTURE(chunk);
+  const Inputs in = make_inputs(p, B, N, 23, 1);
+  const int rows = B * N;
+  ref::AttentionOutputs r;
+  ref::AttentionOptions opt;
+  opt.window = window;
+  REQUIRE(ref::attention(p, B, N, ref::split_complex(to_double(in.q), rows, p.heads, p.dim),
+                         ref::split_complex(to_double(in.k), rows, p.heads, p.dim),
+                         ref::split_complex(to_double(in.v), rows, p.heads, p.dim), in.t, &r, opt)
+              .ok());
+  gpu::Context& g = ap.gpu();
+  const uint32_t cap = (uint32_t)(window + chunk - 1), H = (uint32_t)p.heads;
+  auto wr = ops::AttentionWeightsGpu::create(g, p);
+  REQUIRE(wr.ok());
+  auto cr = ops::AttentionCache::create(g, (uint32_t)B, H, (uint32_t)p.dim, cap, "ring", (uint32_t)window, ap.kv_f16);
+  REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
+  ops::AttentionCache cache = cr.take();
+  gpu::Buffer ts = Fixture::up_on(g, std::vector<float>((size_t)B * cap * 2));
+  const size_t W = 2 * (size_t)p.heads * p.dim;
+  std::vector<float> out((size_t)rows * W), lse;
+  std::vector<double> lse_want;
+  for (int i0 = 0; i0 < N; i0 += chunk) {
+    const int n = std::min(chunk, N - i0);
+    std::vector<float> qc, kc, vc;
+    for (int b = 0; b < B; ++b) {
+      for (int i = i0; i < i0 + n; ++i) {
+        float pair[2];
+        ops::split_timestamp(in.t[(size_t)b * N + i], &pair[0], &pair[1]);
+        REQUIRE(g.upload(ts, pair, 8, ((size_t)b * cap + (size_t)i % cap) * 8).ok());
+      }
+      auto part = [&](const std::vector<float>& x, std::vector<float>& dst) {
+        dst.insert(dst.end(), x.begin() + ((size_t)b * N + i0) * W, x.begin() + ((size_t)b * N + i0 + n) * W);
+      };
+      part(in.q, qc);
+      part(in.k, kc);
+      part(in.v, vc);
+    }
+    gpu::Buffer q = Fixture::up_on(g, qc), k = Fixture::up_on(g, kc), v = Fixture::up_on(g, vc);
+    gpu::Buffer vn = Fixture::up_on(g, std::vector<float>((size_t)B * n * W)),
+                o = Fixture::up_on(g, std::vector<float>((size_t)B * n * W));
+    gpu::Recorder rec(g);
+    REQUIRE(rec.begin().ok());
+    const Status s = ops::record_rfa_attention(g, rec, *wr, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
+    REQUIRE_MESSAGE(s.ok(), s.to_string());
+    REQUIRE(rec.submit_and_wait().ok());
+    std::vector<float> part((size_t)B * n * W), mx((size_t)B * H * cap), sm(mx.size());
+    REQUIRE(g.download(o, part.data(), part.size() * 4).ok());
+    REQUIRE(g.download(cache.row_max, mx.data(), mx.size() * 4).ok());
+    REQUIRE(g.download(cache.row_sum, sm.data(), sm.size() * 4).ok());
+    for (int b = 0; b < B; ++b) {
+      std::copy(part.begin() + (size_t)b * n * W, part.begin() + (size_t)(b + 1) * n * W, out.begin() + ((size_t)b * N + i0) * W);
+      for (uint32_t h = 0; h < H; ++h)
+        for (int i = i0; i < i0 + n; ++i) {
+          const size_t slot = ((size_t)b * H + h) * cap + (size_t)i % cap;
+          lse.push_back(mx[slot] + std::log(sm[slot]));
+          lse_want.push_back(r.row_lse[((size_t)b * H + h) * N + i]);
+        }
+    }
+  }
+  const double tol = ap.kv_f16 ? kTolF16 : kTol;
+  CHECK_CLOSE_VEC(out, ref::pack_complex(r.est, rows, p.heads, p.dim), tol, tol);
+  CHECK_CLOSE_VEC(lse, lse_want, tol * 10, tol);
+}
+}  // namespace
+
+TEST_CASE("the direct walk's merge matches the twin: by subgroup operations and through shared memory") {
+  // lavapipe (8-lane subgroups, shuffles, no clustered operations) merges a decode row's 8 lanes
+  // by shuffle-xor butterflies (*_sx); under the Android baseline profile (basic subgroup
+  // operations only) the same device merges through shared memory. Decode steps (one row, S = 8)
+  // at D = 8, 20, 32, 64, 128 and 3-row calls (4 rows of 2 lanes), causal and windowed, the gate
+  // and fp16 caches on some, split-k once (the partial states the merge hands to the reduce), and
+  // the SDPA yardstick.
+  int k = 0, runs = 0, ran_subgroup = 0;
+  for (const char* profile : {"", "android-baseline-2022"})
+    for (int D : {8, 20, 32, 64, 128}) {
+      const bool kv16 = k % 2 == 1, gate = k % 3 != 2;  // fp32 and fp16 caches, the gate, across the D
+      ++k;
+      AttentionPath ap = path(-1, 1, -1, kv16);  // the device's own choices
+      ap.device_profile = profile;
+      CAPTURE(profile);
+      CAPTURE(describe(ap));
+      CAPTURE(D);
+      CAPTURE(gate);
+      const gpu::Capabilities& caps = ap.gpu().caps();
+      const double tol = kv16 ? kTolF16 : kTol;
+      const AttentionParams p = model(gate ? "M2.7" : "M2", 2, D);
+      for (int chunk : {1, 3}) {
+        if (chunk == 3 && D != 20 && D != 64) continue;
+        CAPTURE(chunk);
+        const int N = 24;
+        const auto t = ops::choose_attention_tiling(caps, ap.kernels, (uint32_t)chunk, (uint32_t)D, 2, (uint32_t)N, gate);
+        REQUIRE(!t.tile);
+        if (*profile) CHECK(!t.subgroup_reduce);
+        else CHECK((int)t.subgroup_reduce + (int)t.subgroup_shuffle ==
+                   (t.threads_per_row > 1 ? ops::row_subgroup_reduce(caps, t.workgroup, t.threads_per_row) : 0));
+        ++runs;
+        ran_subgroup += t.subgroup_reduce ? 1 : 0;
+        check_model(p, 1, N, 1, chunk, 11, ap, tol);
+      }
+      check_window_on(ap, p, 1, 30, 11, 1);  // decode steps through a ring that wraps
+      if (D == 32) {  // split-k: the merged partial states handed to the reduce pass
+        AttentionPath split = ap;
+        split.kernels.attention_split_k = 3;
+        check_model(p, 2, 20, 1, 1, 11, split, tol);
+      }
+      if (kv16) continue;
+      const int B = 1, H = 2, N = 12;  // the SDPA yardstick: a 9-row prefill, then 3 decode steps
+      gpu::Context& g = ap.gpu();
+      auto cr = ops::AttentionCache::create(g, B, H, D, N, "sdpa cache", 0, false);
+      REQUIRE(cr.ok());
+      ops::AttentionCache cache = cr.take();
+      const std::vector<float> q = random_floats((size_t)B * H * N * D * 2, 3), kk = random_floats(q.size(), 4),
+                               v = random_floats(q.size(), 5);
+      REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
+      REQUIRE(g.upload(cache.k, kk.data(), kk.size() * 4).ok());
+      REQUIRE(g.upload(cache.v, v.data(), v.size() * 4).ok());
+      CHECK_CLOSE_VEC(run_sdpa_prefill_then_decode(g, cache, H, D, N), sdpa_causal_twin(q, kk, v, H, D, N), 2e-5, 2e-4);
+    }
+  // A device with subgroup shuffles or clustered operations ran the subgroup kernels (lavapipe: *_sx).
+  const gpu::Capabilities& caps = path(-1, 1, -1, false).gpu().caps();
+  if ((caps.subgroup_ops & (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT)) && caps.subgroup_size >= 2)
+    CHECK(ran_subgroup > 0);
+  MESSAGE("the direct walk's merge by subgroup operations on " << ran_subgroup << " of " << runs << " runs");
+}
+
 TEST_CASE("row diagnostics over long rows at D = 64 (every key of a row in one thread)") {
   // The row-diagnostics probe walks all keys of a row in one invocation: at D = 64 and 1100 keys
   // that is 70,400 steps of the per-key cross-term loop, past the ~65,535 iterations a CPU driver

@@ -3,9 +3,11 @@
 //
 // One workgroup serves BQ query rows of one (batch row, head); S threads share each row and split
 // its keys (S = 1 for prefill, S = 64 / BQ = 1 for a decode step), merging their (m, l, acc) states
-// in shared memory at the end. Keys stream through shared memory in tiles of BK; causal workgroups
-// stop at their last row's position. Per tile a thread first forms its logits (pass 1), then
-// rescales once and accumulates exp(logit - m) E V~ (pass 2). No N x N matrix exists anywhere.
+// at the end: by subgroup operations over the row's S lanes where the device has them (RFA_ROW_SG,
+// the *_sg / *_sx kernels: no shared memory, no barrier), else in shared memory. Keys stream
+// through shared memory in tiles of BK; causal workgroups stop at their last row's position. Per
+// tile a thread first forms its logits (pass 1), then rescales once and accumulates
+// exp(logit - m) E V~ (pass 2). No N x N matrix exists anywhere.
 //
 // The caches are rings of `capacity` slots: absolute position p lives in slot p % capacity (without
 // a window the session's capacity covers every position, so the slot is the position). Where the
@@ -138,12 +140,17 @@ shared vec2 sv[BK * DK];
 shared float skn[BK];
 shared vec2 st[BK];
 #endif
+#if !RFA_ROW_SG  // the merge of a row's S states through shared memory (else subgroup operations)
 shared float sm[WG];
 shared float sl[WG];
 shared float sle[WG];
 shared vec2 sred[RED];
 shared vec2 sfin[FIN];
 #endif
+#endif
+// row_group_max, row_group_add over a row's S lanes (RFA_ROW_SG 1: clustered subgroup operations,
+// 2: shuffle-xor butterflies): the tile's row statistics, the direct walk's merge.
+#include "row_group_reduce.glsl"
 
 #if !RFA_SDPA
 // E, B and P of one pair: from the lag table when the float lag is an integer the table covers
@@ -174,8 +181,16 @@ LagTerms pair_lag_terms(Head P, uint h, float lag) {
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
-  // The row this thread merges and finishes (the tile: threads [0, BQ), one row each).
-  const uint rloc = RFA_TILE != 0 ? tid : tid / S, sidx = RFA_TILE != 0 ? 0 : tid % S;
+  // The row this thread merges and finishes (the tile: threads [0, BQ), one row each). The direct
+  // walk with RFA_ROW_SG numbers its threads by subgroup lanes, so that the S threads of a row are
+  // consecutive lanes of one subgroup (one cluster of row_group_*): the host runs it only where the
+  // workgroup is whole subgroups of at least S lanes (ops::row_subgroup_reduce).
+#if RFA_ROW_SG && !RFA_TILE && !RFA_REDUCE
+  const uint tw = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
+#else
+  const uint tw = tid;
+#endif
+  const uint rloc = RFA_TILE != 0 ? tid : tw / S, sidx = RFA_TILE != 0 ? 0 : tw % S;
   const uint h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
   // Split-k: workgroup x = query group * SPLIT + split (the reduce pass has one split per x).
   // Causal calls: the heaviest row groups (the last rows see the most keys) first, so that the
@@ -335,6 +350,22 @@ void main() {
 
   // Merge the S partial states of each row (split keys).
   if (S > 1) {
+#if RFA_ROW_SG
+    // Across the row's S lanes by subgroup operations: no shared memory, no barrier; every lane
+    // ends with the row's state (lane 0 goes on).
+    const float mrow = row_group_max(m);
+    const float f = m == NEG_INF ? 0.0 : exp2(m - mrow);
+    l = row_group_add(l * f);
+#if !RFA_SDPA
+    if (GATE) {
+      const float merow = row_group_max(me);
+      le = row_group_add(me == NEG_INF ? 0.0 : le * exp(me - merow));
+      me = merow;
+    }
+#endif
+    [[unroll]] for (uint d = 0; d < D; ++d) acc[d] = row_group_add(acc[d] * f);
+    m = mrow;
+#else
     sm[tid] = m;
     barrier();
     float mrow = NEG_INF;
@@ -372,6 +403,7 @@ void main() {
     for (uint d = 0; d < D; ++d) acc[d] = sfin[rloc * D + d];
     m = mrow;
     l = lrow;
+#endif
   }
 
 #endif  // RFA_REDUCE

@@ -7,7 +7,7 @@
 //   B. the pair terms of exactly those pairs, by the same thread: lag, E, B, P (the lag table for
 //      integer lags), the Mahalanobis residual and the Student-t logit, the causal/window mask;
 //   C. the online softmax in the same layout: each thread's maximum over its TC keys, then the
-//      row's over the S threads of the row group (RFA_TILE_SG: a clustered subgroup max, or
+//      row's over the S threads of the row group (RFA_ROW_SG: a clustered subgroup max, or
 //      shuffle-xor butterflies, the group's S lanes being consecutive lanes of one subgroup; else
 //      each thread rescales to its own maximum and the S maxima go through a small shared array,
 //      merged after the next barrier);
@@ -36,9 +36,6 @@
 #endif
 #ifndef RFA_TILE_CM
 #define RFA_TILE_CM 0
-#endif
-#ifndef RFA_TILE_SG
-#define RFA_TILE_SG 0
 #endif
 #if RFA_TILE_F16
 #define TILE_T f16vec2
@@ -132,35 +129,8 @@ shared TILE_T tkv[(KV_APART ? 2 : 1) * BK * DP];
 shared float tp[BQ * BKP];    // p E per pair (phase D's weights); finally the output hand-over
 // Without subgroup reductions: each thread's maximum per row (and, after the last tile, its
 // shares of the row's statistics), S per row.
-const uint TMX = RFA_TILE_SG != 0 ? 1 : BQ * S;
+const uint TMX = RFA_ROW_SG != 0 ? 1 : BQ * S;
 shared float tmx[TMX];
-#if RFA_TILE_SG == 1
-// A row group's maximum and sum over its S lanes (one cluster: S a power of two up to 8, at most
-// the subgroup's size); the branch is on a specialization constant, the same for every lane.
-float row_group_max(float x) {
-  if (S == 8) return subgroupClusteredMax(x, 8);
-  if (S == 4) return subgroupClusteredMax(x, 4);
-  if (S == 2) return subgroupClusteredMax(x, 2);
-  return x;
-}
-float row_group_add(float x) {
-  if (S == 8) return subgroupClusteredAdd(x, 8);
-  if (S == 4) return subgroupClusteredAdd(x, 4);
-  if (S == 2) return subgroupClusteredAdd(x, 2);
-  return x;
-}
-#elif RFA_TILE_SG == 2
-// The same by log2(S) butterfly steps of subgroupShuffleXor (lane masks below S stay inside the
-// row group's aligned S lanes): devices with shuffles but no clustered operations.
-float row_group_max(float x) {
-  [[unroll]] for (uint w = 1; w < S; w *= 2) x = max(x, subgroupShuffleXor(x, w));
-  return x;
-}
-float row_group_add(float x) {
-  [[unroll]] for (uint w = 1; w < S; w *= 2) x += subgroupShuffleXor(x, w);
-  return x;
-}
-#endif
 #endif
 #if !RFA_SDPA
 shared float tkn[BK];         // |K~|^2 and (hi, lo) times of the tile's keys

@@ -189,10 +189,10 @@
   [[unroll]] for (uint d = 0; d < D; ++d) acc[d] = vec2(tpv[rown * VS + 2 * d], tpv[rown * VS + 2 * d + 1]);
 #else
   // The thread's place: row group tr (rows tr + NR a), lane tc (keys tc + S b, dims tc + S e).
-  // RFA_TILE_SG numbers the threads by subgroup lanes, so that the S lanes of a row group are
+  // RFA_ROW_SG numbers the threads by subgroup lanes, so that the S lanes of a row group are
   // consecutive lanes of one subgroup, one cluster of subgroupClustered*(x, S): the host runs it
   // only where the workgroup is whole subgroups of at least S lanes (choose_attention_tiling).
-#if RFA_TILE_SG
+#if RFA_ROW_SG
   const uint tw = gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID;
 #else
   const uint tw = tid;
@@ -310,7 +310,7 @@
 
     // C. Online softmax in the same layout; p E (the decayed weight; SDPA: E = 1) to shared memory.
     float scl[TR];  // each row's rescale factor of the accumulators
-#if RFA_TILE_SG
+#if RFA_ROW_SG
     // The row's maximum over its S lanes (one cluster), then every lane its own keys' p.
     [[unroll]] for (uint a = 0; a < TR; ++a) {
       const uint r = tr + NR * a;
@@ -369,7 +369,7 @@
     // D. Value aggregation, TR rows x TD dims per thread.
     [[unroll]] for (uint a = 0; a < TR; ++a)
       [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] *= scl[a];
-#if RFA_TILE_SG
+#if RFA_ROW_SG
     for (uint c = 0; c < nk; ++c) {
       TILE_T vv[TD];
       [[unroll]] for (uint e = 0; e < TD; ++e) vv[e] = tkv[VO + c * DP + tc + S * e];
@@ -397,7 +397,7 @@
 
   // The row statistics over the S lanes of each row group, once: the sum's shares (relative to
   // the common maximum) added; the gate's per-lane log-sum-exp states merged.
-#if RFA_TILE_SG
+#if RFA_ROW_SG
   [[unroll]] for (uint a = 0; a < TR; ++a) {
     lt[a] = row_group_add(lt[a]);
 #if !RFA_SDPA

@@ -190,8 +190,9 @@ uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16,
          + common;
 }
 
-int tile_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s) {
-  if (caps.subgroup_size < std::max<uint32_t>(s, 1) || wg % caps.subgroup_size != 0) return 0;
+int row_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s) {
+  s = std::max<uint32_t>(s, 1);
+  if ((s & (s - 1)) != 0 || caps.subgroup_size < s || wg % caps.subgroup_size != 0) return 0;
   const VkSubgroupFeatureFlags clustered =
       VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
   const VkSubgroupFeatureFlags shuffle = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
@@ -227,7 +228,7 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   const uint32_t wg = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s), nr = wg / s;
   if (coopmat && (caps.subgroup_size == 0 || wg % caps.subgroup_size != 0)) return false;
   const uint32_t min_bk = coopmat ? 16 : std::max<uint32_t>(s, 4);
-  const int reduce = coopmat ? 0 : tile_subgroup_reduce(caps, wg, s);
+  const int reduce = coopmat ? 0 : row_subgroup_reduce(caps, wg, s);
   const bool sg = reduce != 0;
   // The largest tile that fits, K and V in two buffers or (the scalar tile) in one.
   auto fit = [&](bool apart, uint32_t& bq, uint32_t& bk) {
@@ -302,14 +303,20 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
     t.threads_per_row = max_wg / t.rows_per_group;
     t.workgroup = t.rows_per_group * t.threads_per_row;
     t.merge_chunk = merge_chunk_for(dim);
-    const uint32_t red = t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1;
-    const uint32_t fin = t.threads_per_row > 1 ? t.rows_per_group * dim : 1;
+    // The merge of a row's S states by subgroup operations where the device has them (*_sg, *_sx:
+    // no shared memory, no barrier), else through the shared scratch below.
+    const int reduce = t.threads_per_row > 1 ? row_subgroup_reduce(caps, t.workgroup, t.threads_per_row) : 0;
+    t.subgroup_reduce = reduce != 0;
+    t.subgroup_shuffle = reduce == 2;
+    const bool shared_merge = t.threads_per_row > 1 && !t.subgroup_reduce;
+    const uint32_t red = shared_merge ? t.workgroup * t.merge_chunk : 1;
+    const uint32_t fin = shared_merge ? t.rows_per_group * dim : 1;
     // Shared memory: key and value tiles (BK rows of D complex each, padded to an odd stride of
     // D | 1 so that the row's threads reading keys jj, jj + 1, ... hit different banks), |K|^2 and
     // (hi, lo) times per key, the merge scratch and three floats per thread. Capped at 32 KiB so
     // two workgroups fit where 64 do.
     const int64_t budget = (int64_t)std::min<uint32_t>(caps.max_shared_memory, 32768) - (int64_t)(red + fin) * 8 -
-                           (int64_t)t.workgroup * 12 - 256;
+                           (int64_t)(t.subgroup_reduce ? 0 : t.workgroup * 12) - 256;
     int64_t bk = budget / (int64_t)((dim | 1u) * 16 + 12);
     if (bk < 4 && max_wg > 1) {
       max_wg /= 2;
@@ -412,7 +419,13 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   }
   t.groups_x *= t.splits;
   t.why = std::string(cpu ? "CPU device: " : "GPU: ") + (t.direct_kv ? "keys read from the cache" : "key tiles in shared memory") +
-          (t.threads_per_row > 1 ? ", " + std::to_string(t.threads_per_row) + " threads per row (few rows)" : "") +
+          (t.threads_per_row > 1
+               ? ", " + std::to_string(t.threads_per_row) + " threads per row (few rows), merged by " +
+                     (t.subgroup_shuffle  ? "subgroup shuffles (no clustered subgroup operations)"
+                      : t.subgroup_reduce ? "clustered subgroup reductions"
+                                          : "shared memory (no subgroup clustered operations or shuffles, or no "
+                                            "whole subgroups of a row's lanes)")
+               : "") +
           (t.lag_table ? ", integer lags from the table" : ", every pair's terms computed") +
           (t.splits > 1 ? std::string(split_why) + " (" + std::to_string(t.splits) + " splits)" : "") + tile_why;
   return t;
@@ -548,7 +561,7 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16) {
   std::string n = family;
   if (t.tile) n += t.coopmat ? (t.coopmat_emulated ? "_tile_cm_emu" : "_tile_cm") : t.f16_math ? "_tile_f16" : "_tile";
-  if (t.tile && !t.coopmat && t.subgroup_reduce) n += t.subgroup_shuffle ? "_sx" : "_sg";
+  if (!t.coopmat && t.subgroup_reduce) n += t.subgroup_shuffle ? "_sx" : "_sg";
   return kv_f16 ? n + "_kv16" : n;
 }
 

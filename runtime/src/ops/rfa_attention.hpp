@@ -100,8 +100,9 @@ struct AttentionTiling {
   bool f16_math = false;            // the tile's Q/K/V tiles and products in fp16
   bool coopmat = false;             // the tile's two GEMMs on cooperative matrices (*_tile_cm)
   bool coopmat_emulated = false;    // ... emulated by subgroup lanes (*_tile_cm_emu; tests only)
-  bool subgroup_reduce = false;     // the scalar tile's row max/sum by subgroup operations over a
-                                    // row group's lanes (else through shared memory):
+  bool subgroup_reduce = false;     // the scalar tile's row max/sum, the direct walk's merge of a
+                                    // row's S states, by subgroup operations over a row group's
+                                    // lanes (else through shared memory and barriers):
   bool subgroup_shuffle = false;    // clustered reductions (*_sg), or shuffle-xor butterflies (*_sx)
   bool kv_apart = true;             // the scalar tile stages K and V in two buffers (3 barriers a
                                     // tile); false: V over K (4), where two do not fit
@@ -119,12 +120,17 @@ uint32_t tile_threads_per_group(uint32_t dim);
 // kv_apart: its K and V tiles in two buffers (else one, V staged over K).
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat = false,
                            bool subgroup_reduce = false, bool kv_apart = true);
-// How the scalar tile of workgroup `wg` in row groups of `s` threads reduces over a row group: 1 by
+// How a workgroup of `wg` threads in row groups of `s` threads (the scalar tile's row groups, the
+// direct walk's S threads per row) reduces over a row group (common/row_group_reduce.glsl): 1 by
 // clustered subgroup operations (the device has subgroup arithmetic and clustered operations in
 // compute), 2 by shuffle-xor butterflies (subgroup shuffles, no clustered operations: lavapipe,
-// MoltenVK), either only where the workgroup is whole subgroups of at least s lanes (a row group
-// then lies in one subgroup); 0 through shared memory.
-int tile_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s);
+// MoltenVK), either only where s is a power of two and the workgroup is whole subgroups of at
+// least s lanes (a row group then lies in one subgroup); 0 through shared memory.
+int row_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s);
+// The same for the scalar tile (its S is a power of two).
+inline int tile_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s) {
+  return row_subgroup_reduce(caps, wg, s);
+}
 // Split-k applies to calls of at most this many query rows per (batch row, head).
 constexpr uint32_t kSplitRows = 4;
 // CPU devices: at most this many keys per thread. lavapipe stops an invocation's loops after
@@ -143,7 +149,8 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                                        bool gate = false);
 
 // The shader of a tiling: `family` ("rfa_attention", "sdpa") + "_tile" / "_tile_f16" / "_tile_cm" /
-// "_tile_cm_emu", "_sg" / "_sx" for the clustered / shuffle subgroup reductions, + "_kv16".
+// "_tile_cm_emu", "_sg" / "_sx" for the clustered / shuffle subgroup reductions (the scalar tile's,
+// the direct walk's merge), + "_kv16".
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16);
 
 // Records the lag table of `cache` for the layer `w` (one dispatch; the session records it once
