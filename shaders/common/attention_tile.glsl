@@ -147,6 +147,26 @@ const int ROW_NO_INT = -(1 << 29), KEY_NO_INT = 1 << 29;
 int integer_time(vec2 t, int none) {
   return (t.y == 0.0 && t.x >= 0.0 && t.x < 16777216.0 && t.x == floor(t.x)) ? int(t.x) : none;
 }
+// A visible pair's logit (base 2), its decay E and the gate's energy, from the staged times and
+// norms of tile row r and tile key c and their cross term: the table's terms where the lag is an
+// integer index (exact: both times below 2^24), else the float lag's. Both tile layouts use it.
+float tile_pair_logit(Head P, uint h, uint r, uint c, float cross, out float E, out float energy) {
+  const int li = tqi[r] - tki[c];
+  const uint idx = uint(CAUSAL ? li : abs(li));
+  LagTerms t;
+  if (idx < pc.table_lags) {
+    t = table_terms(P, h, float(idx), idx);
+  } else {
+    const vec2 tiv = tqt[r], tj = tkt[c];
+    float lag = (tiv.x - tj.x) + (tiv.y - tj.y);
+    if (!CAUSAL) lag = abs(lag);
+    t = pair_lag_terms(P, h, lag);
+  }
+  float logit;
+  rfa_pair_logit2(P, t, tqn[r], tkn[c], cross, logit, energy);
+  E = t.E;
+  return logit;
+}
 #endif
 
 #endif

@@ -90,22 +90,7 @@
       T_E(r, c) = 1.0;
 #else
       float E = 0.0, energy = NEG_INF;
-      if (valid) {
-        // The table index from integer times (exact: both below 2^24), else the float lag.
-        const int li = tqi[r] - tki[c];
-        const uint idx = uint(CAUSAL ? li : abs(li));
-        LagTerms t;
-        if (idx < pc.table_lags) {
-          t = table_terms(P, h, float(idx), idx);
-        } else {
-          const vec2 tiv = tqt[r], tj = tkt[c];
-          float lag = (tiv.x - tj.x) + (tiv.y - tj.y);
-          if (!CAUSAL) lag = abs(lag);
-          t = pair_lag_terms(P, h, lag);
-        }
-        rfa_pair_logit2(P, t, tqn[r], tkn[c], cross, logit, energy);
-        E = t.E;
-      }
+      if (valid) logit = tile_pair_logit(P, h, r, c, cross, E, energy);
       T_LOGIT(r, c) = logit;
       T_E(r, c) = E;
       if (GATE) ten[r * BKP + c] = energy;
@@ -268,22 +253,7 @@
         if (valid) logit = s[k];
 #else
         float E = 0.0, energy = NEG_INF;
-        if (valid) {
-          // The table index from integer times (exact: both below 2^24), else the float lag.
-          const int li = tqi[r] - tki[c];
-          const uint idx = uint(CAUSAL ? li : abs(li));
-          LagTerms t;
-          if (idx < pc.table_lags) {
-            t = table_terms(P, h, float(idx), idx);
-          } else {
-            const vec2 tiv = tqt[r], tj = tkt[c];
-            float lag = (tiv.x - tj.x) + (tiv.y - tj.y);
-            if (!CAUSAL) lag = abs(lag);
-            t = pair_lag_terms(P, h, lag);
-          }
-          rfa_pair_logit2(P, t, tqn[r], tkn[c], s[k], logit, energy);
-          E = t.E;
-        }
+        if (valid) logit = tile_pair_logit(P, h, r, c, s[k], E, energy);
         ew[k] = E;
         en[k] = energy;
 #endif
