@@ -147,6 +147,16 @@ const int ROW_NO_INT = -(1 << 29), KEY_NO_INT = 1 << 29;
 int integer_time(vec2 t, int none) {
   return (t.y == 0.0 && t.x >= 0.0 && t.x < 16777216.0 && t.x == floor(t.x)) ? int(t.x) : none;
 }
+// Stages the key terms of the tile's nk keys from j0: |K~|^2, the (hi, lo) time and its integer
+// time. Both tile layouts use it (before their barrier).
+void stage_tile_keys(uint tid, uint base, uint tbase, uint j0, uint nk) {
+  for (uint e = tid; e < nk; e += WG) {
+    const uint s = slot_of(j0 + e);
+    tkn[e] = k_norm2[base + s];
+    tkt[e] = ts[tbase + s];
+    tki[e] = integer_time(tkt[e], KEY_NO_INT);
+  }
+}
 // A visible pair's logit (base 2), its decay E and the gate's energy, from the staged times and
 // norms of tile row r and tile key c and their cross term: the table's terms where the lag is an
 // integer index (exact: both times below 2^24), else the float lag's. Both tile layouts use it.

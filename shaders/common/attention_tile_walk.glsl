@@ -54,12 +54,7 @@
       tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
     }
 #if !RFA_SDPA
-    for (uint e = tid; e < nk; e += WG) {
-      const uint s = slot_of(j0 + e);
-      tkn[e] = k_norm2[base + s];
-      tkt[e] = ts[tbase + s];
-      tki[e] = integer_time(tkt[e], KEY_NO_INT);
-    }
+    stage_tile_keys(tid, base, tbase, j0, nk);
 #endif
     barrier();
 
@@ -212,12 +207,7 @@
       if (KV_APART) tkv[VO + o] = TILE_T(KV_LOAD(Vc[g]));
     }
 #if !RFA_SDPA
-    for (uint e = tid; e < nk; e += WG) {
-      const uint s = slot_of(j0 + e);
-      tkn[e] = k_norm2[base + s];
-      tkt[e] = ts[tbase + s];
-      tki[e] = integer_time(tkt[e], KEY_NO_INT);
-    }
+    stage_tile_keys(tid, base, tbase, j0, nk);
 #endif
     barrier();
 

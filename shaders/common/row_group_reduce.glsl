@@ -15,33 +15,12 @@
 #define RFA_ROW_SG 0
 #endif
 #if RFA_ROW_SG == 1
-float row_group_max(float x) {
-  if (S == 64) return subgroupClusteredMax(x, 64);
-  if (S == 32) return subgroupClusteredMax(x, 32);
-  if (S == 16) return subgroupClusteredMax(x, 16);
-  if (S == 8) return subgroupClusteredMax(x, 8);
-  if (S == 4) return subgroupClusteredMax(x, 4);
-  if (S == 2) return subgroupClusteredMax(x, 2);
-  return x;
-}
-float row_group_add(float x) {
-  if (S == 64) return subgroupClusteredAdd(x, 64);
-  if (S == 32) return subgroupClusteredAdd(x, 32);
-  if (S == 16) return subgroupClusteredAdd(x, 16);
-  if (S == 8) return subgroupClusteredAdd(x, 8);
-  if (S == 4) return subgroupClusteredAdd(x, 4);
-  if (S == 2) return subgroupClusteredAdd(x, 2);
-  return x;
-}
-vec2 row_group_add(vec2 x) {
-  if (S == 64) return subgroupClusteredAdd(x, 64);
-  if (S == 32) return subgroupClusteredAdd(x, 32);
-  if (S == 16) return subgroupClusteredAdd(x, 16);
-  if (S == 8) return subgroupClusteredAdd(x, 8);
-  if (S == 4) return subgroupClusteredAdd(x, 4);
-  if (S == 2) return subgroupClusteredAdd(x, 2);
-  return x;
-}
+// The cluster size must be a literal: one branch per power of two, on the constant S.
+#define RFA_CLUSTERED(op, x) \
+  (S == 64 ? op(x, 64) : S == 32 ? op(x, 32) : S == 16 ? op(x, 16) : S == 8 ? op(x, 8) : S == 4 ? op(x, 4) : S == 2 ? op(x, 2) : (x))
+float row_group_max(float x) { return RFA_CLUSTERED(subgroupClusteredMax, x); }
+float row_group_add(float x) { return RFA_CLUSTERED(subgroupClusteredAdd, x); }
+vec2 row_group_add(vec2 x) { return RFA_CLUSTERED(subgroupClusteredAdd, x); }
 #elif RFA_ROW_SG == 2
 float row_group_max(float x) {
   [[unroll]] for (uint w = 1; w < S; w *= 2) x = max(x, subgroupShuffleXor(x, w));
