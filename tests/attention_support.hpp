@@ -136,7 +136,9 @@ struct Inputs {
   std::vector<int32_t> ids;    // [B*N] token ids, for learned accumulated steps (else empty)
 };
 
-inline Inputs make_inputs(const AttentionParams& p, int B, int N, uint32_t seed, int times /*0 uniform, 1 irregular, 2 ~1e6*/) {
+// times: 0 positions 0..N-1; 1 irregular (non-integer, repeats); 2 irregular near 1e6; 3 integers
+// in irregular steps of -1..4 (repeats, steps back, lags spread wider than a tile; never negative).
+inline Inputs make_inputs(const AttentionParams& p, int B, int N, uint32_t seed, int times) {
   Inputs in;
   in.B = B;
   in.N = N;
@@ -144,7 +146,17 @@ inline Inputs make_inputs(const AttentionParams& p, int B, int N, uint32_t seed,
   in.q = test::random_floats(n, seed, -1.f, 1.f);
   in.k = test::random_floats(n, seed + 1, -1.f, 1.f);
   in.v = test::random_floats(n, seed + 2, -1.f, 1.f);
-  if (times > 0) {
+  if (times == 3) {
+    std::mt19937 rng(seed + 3);
+    std::uniform_int_distribution<int> step(-1, 4);
+    for (int b = 0; b < B; ++b) {
+      int t = 5 * b;
+      for (int i = 0; i < N; ++i) {
+        in.t.push_back(t);
+        t = std::max(0, t + step(rng));
+      }
+    }
+  } else if (times > 0) {
     std::mt19937 rng(seed + 3);
     std::uniform_real_distribution<double> gap(0.0, 2.5);
     for (int b = 0; b < B; ++b) {
@@ -547,6 +559,33 @@ inline std::vector<double> sdpa_causal_twin(const std::vector<float>& q, const s
         }
     }
   return want;
+}
+
+// The SDPA yardstick on path ap at head dim D: a cache of one batch row and H heads filled with
+// random q, k, v (seeds 3, 4, 5), a prefill of N - 3 rows and 3 decode steps, against the twin.
+inline void check_sdpa_yardstick(const AttentionPath& ap, int H, int D, int N) {
+  gpu::Context& g = ap.gpu();
+  auto cr = ops::AttentionCache::create(g, 1, H, D, (uint32_t)N, "sdpa cache", 0, false);
+  REQUIRE(cr.ok());
+  ops::AttentionCache cache = cr.take();
+  const std::vector<float> q = test::random_floats((size_t)H * N * D * 2, 3), k = test::random_floats(q.size(), 4),
+                           v = test::random_floats(q.size(), 5);
+  REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
+  REQUIRE(g.upload(cache.k, k.data(), k.size() * 4).ok());
+  REQUIRE(g.upload(cache.v, v.data(), v.size() * 4).ok());
+  CHECK_CLOSE_VEC(run_sdpa_prefill_then_decode(g, cache, H, D, N), sdpa_causal_twin(q, k, v, H, D, N), 2e-5, 2e-4);
+}
+
+// A discrete GPU's capabilities for the choosers' tests: 32-lane subgroups with the given
+// operations, 1024 invocations, 48 KiB of shared memory (NVIDIA's).
+inline gpu::Capabilities fake_gpu_caps(VkSubgroupFeatureFlags subgroup_ops = 0) {
+  gpu::Capabilities caps;
+  caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  caps.subgroup_size = 32;
+  caps.max_workgroup_invocations = 1024;
+  caps.max_shared_memory = 49152;
+  caps.subgroup_ops = subgroup_ops;
+  return caps;
 }
 
 struct Shape {

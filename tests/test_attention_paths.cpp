@@ -143,11 +143,7 @@ TEST_CASE("the SDPA yardstick on split-k and fp16 caches") {
 }
 
 TEST_CASE("the tiling is data: chosen from the device and the shape, with its reason") {
-  gpu::Capabilities gpu_caps;
-  gpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
-  gpu_caps.subgroup_size = 32;
-  gpu_caps.max_workgroup_invocations = 1024;
-  gpu_caps.max_shared_memory = 49152;
+  gpu::Capabilities gpu_caps = fake_gpu_caps();
   gpu::Capabilities cpu_caps = gpu_caps;
   cpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_CPU;
   cpu_caps.subgroup_size = 8;
@@ -204,12 +200,8 @@ TEST_CASE("the tiling is data: chosen from the device and the shape, with its re
 }
 
 TEST_CASE("the direct walk's merge is chosen as data: subgroup operations where whole subgroups hold a row's lanes") {
-  gpu::Capabilities caps;
-  caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
-  caps.subgroup_size = 32;
-  caps.max_workgroup_invocations = 1024;
-  caps.max_shared_memory = 49152;
-  caps.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+  gpu::Capabilities caps = fake_gpu_caps(VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+                                         VK_SUBGROUP_FEATURE_CLUSTERED_BIT);
   const KernelOptions none;
   // A decode step: S threads of one row, at most one 32-lane subgroup of them (64 do not fit one).
   auto t = ops::choose_attention_tiling(caps, none, 1, 32, 8, 65536);
@@ -379,17 +371,7 @@ TEST_CASE("the direct walk's merge matches the twin: by subgroup operations and 
         check_model(p, 2, 20, 1, 1, 11, split, tol);
       }
       if (kv16) continue;
-      const int B = 1, H = 2, N = 12;  // the SDPA yardstick: a 9-row prefill, then 3 decode steps
-      gpu::Context& g = ap.gpu();
-      auto cr = ops::AttentionCache::create(g, B, H, D, N, "sdpa cache", 0, false);
-      REQUIRE(cr.ok());
-      ops::AttentionCache cache = cr.take();
-      const std::vector<float> q = random_floats((size_t)B * H * N * D * 2, 3), kk = random_floats(q.size(), 4),
-                               v = random_floats(q.size(), 5);
-      REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
-      REQUIRE(g.upload(cache.k, kk.data(), kk.size() * 4).ok());
-      REQUIRE(g.upload(cache.v, v.data(), v.size() * 4).ok());
-      CHECK_CLOSE_VEC(run_sdpa_prefill_then_decode(g, cache, H, D, N), sdpa_causal_twin(q, kk, v, H, D, N), 2e-5, 2e-4);
+      check_sdpa_yardstick(ap, 2, D, 12);  // the SDPA yardstick: a 9-row prefill, then 3 decode steps
     }
   // A device with subgroup shuffles or clustered operations ran the subgroup kernels (lavapipe: *_sx).
   const gpu::Capabilities& caps = path(-1, 1, -1, false).gpu().caps();

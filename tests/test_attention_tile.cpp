@@ -60,6 +60,31 @@ TEST_CASE("every switch on the cooperative tile") {
     }
 }
 
+// Each key tile stages the lag-table rows its pairs read (a window found from the first and last
+// row and key times); pairs outside it read the table. Integer times that are positions (every
+// pair in the window), that jump and step back (pairs outside it), and non-integer times (no
+// window): the twin, and the same tile computing every pair's terms.
+TEST_CASE("the tile's staged lag-table window") {
+  for (const int coopmat : {0, 2})
+    for (const int times : {0, 3, 1}) {
+      const AttentionParams p = model(times == 3 ? "M2.7" : "M2", 2, 20);
+      const AttentionPath ap = tile_path(1, false, 0, coopmat);
+      const auto t = ops::choose_attention_tiling(ap.gpu().caps(), ap.kernels, 150, 20, 4, 300, times == 3);
+      if (coopmat == 2 && !t.coopmat) {
+        MESSAGE("emulated cooperative matrices need shaderFloat16 and subgroups: skipped");
+        continue;
+      }
+      CAPTURE(describe(ap));
+      CAPTURE(times);
+      check_model(p, 2, 300, times, 150, 11, ap, coopmat ? kTolF16Math : kTol);  // fp16 matrix operands
+      const Inputs in = make_inputs(p, 2, 300, 11, times);
+      Fixture a(p, in, 0, ap), b(p, in, 0, tile_path(0, false, 0, coopmat));
+      const GpuRun ra = a.run(150), rb = b.run(150);
+      // The table holds what lag_terms() computes for its lag: a few fp32 ulps of the scale.
+      CHECK_CLOSE_VEC(ra.out, to_double(rb.out), 1e-5, 1e-5);
+    }
+}
+
 TEST_CASE("the tile equals the one-pass kernel it replaces") {
   const AttentionParams p = model("M2.7", 3, 32);
   const Inputs in = make_inputs(p, 2, 300, 5, 1);
@@ -183,11 +208,7 @@ TEST_CASE("probes read the row statistics the tile writes") {
 }
 
 TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, refused where it cannot run") {
-  gpu::Capabilities gpu_caps;
-  gpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
-  gpu_caps.subgroup_size = 32;
-  gpu_caps.max_workgroup_invocations = 1024;
-  gpu_caps.max_shared_memory = 49152;
+  gpu::Capabilities gpu_caps = fake_gpu_caps();
   gpu::Capabilities cpu_caps = gpu_caps;
   cpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_CPU;
   const KernelOptions none;
@@ -215,8 +236,7 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
       CHECK(u.keys_per_tile % u.threads_per_row == 0);
       CHECK(u.rows_per_group % (u.workgroup / u.threads_per_row) == 0);
     }
-  // The scalar tile keeps the gate's energies in registers: the gate costs no shared memory (the
-  // cooperative-matrix tile's per-pair energies still do).
+  // The tiles keep the gate's energies in registers: the gate costs no shared memory.
   CHECK(ops::choose_attention_tiling(gpu_caps, none, 100, 32, 8, 4096, true).keys_per_tile == 32);
   CHECK(ops::choose_attention_tiling(gpu_caps, none, 100, 32, 8, 4096, true).shared_bytes ==
         ops::choose_attention_tiling(gpu_caps, none, 100, 32, 8, 4096, false).shared_bytes);
@@ -260,12 +280,26 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
   gpu::Capabilities nv = gpu_caps;
   nv.coopmat_nv = true;
   CHECK(!ops::choose_attention_tiling(nv, none, 512, 32, 8, 4096).coopmat);  // off unless asked
+  // The matrices' tile takes its row statistics by subgroup shuffles: without them, the scalar tile.
+  t = ops::choose_attention_tiling(nv, cm, 512, 32, 8, 4096);
+  CHECK(t.tile);
+  CHECK(!t.coopmat);
+  nv.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  // 64 rows x 64 keys at D = 32 in NVIDIA's 48 KiB (the cross terms and P V share one array).
+  t = ops::choose_attention_tiling(nv, cm, 512, 32, 8, 4096);
+  CHECK(t.coopmat);
+  CHECK(t.rows_per_group == 64);
+  CHECK(t.keys_per_tile == 64);
+  CHECK(t.subgroup_shuffle);
+  CHECK(t.shared_bytes <= 49152);
   for (uint32_t D : {4u, 8u, 12u, 16u, 32u, 64u})
     for (bool gate : {false, true}) {
       CAPTURE(D);
       CAPTURE(gate);
       const auto u = ops::choose_attention_tiling(nv, cm, 100, D, 8, 4096, gate);
       CHECK(u.coopmat);
+      CHECK(u.subgroup_reduce);
+      CHECK(u.subgroup_shuffle);
       CHECK(!u.f16_math);
       CHECK(u.rows_per_group % 16 == 0);
       CHECK(u.keys_per_tile % 16 == 0);
@@ -293,12 +327,8 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
 }
 
 TEST_CASE("the tile's row reductions are chosen as data: clustered subgroup operations where whole subgroups hold a row group") {
-  gpu::Capabilities caps;
-  caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
-  caps.subgroup_size = 32;
-  caps.max_workgroup_invocations = 1024;
-  caps.max_shared_memory = 49152;
-  caps.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+  gpu::Capabilities caps = fake_gpu_caps(VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+                                         VK_SUBGROUP_FEATURE_CLUSTERED_BIT);
   const KernelOptions none;
   auto t = ops::choose_attention_tiling(caps, none, 512, 32, 8, 4096);
   REQUIRE(t.tile);
@@ -351,8 +381,12 @@ TEST_CASE("the tile's row reductions are chosen as data: clustered subgroup oper
   cm.attention_coopmat = 1;
   caps.coopmat_nv = true;
   t = ops::choose_attention_tiling(caps, cm, 512, 32, 8, 4096);
+  CHECK(!t.coopmat);  // clustered operations but no shuffles: the scalar tile
+  CHECK(t.why.find("subgroup shuffles") != std::string::npos);
+  caps.subgroup_ops |= VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  t = ops::choose_attention_tiling(caps, cm, 512, 32, 8, 4096);
   CHECK(t.coopmat);
-  CHECK(!t.subgroup_reduce);
+  CHECK(t.subgroup_shuffle);  // the kernels are built with RFA_ROW_SG=2
   CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention_tile_cm");
 }
 
@@ -387,18 +421,7 @@ TEST_CASE("the tile's row reductions match the twin: by subgroup operations and 
       if (kv16) continue;
       for (int D : {32, 20, 96}) {  // the SDPA yardstick: a 42-row prefill, then decode steps
         CAPTURE(D);
-        const int B = 1, H = 2, N = 45;
-        gpu::Context& g = ap.gpu();
-        auto cr = ops::AttentionCache::create(g, B, H, D, N, "sdpa cache", 0, false);
-        REQUIRE(cr.ok());
-        ops::AttentionCache cache = cr.take();
-        const std::vector<float> q = random_floats((size_t)B * H * N * D * 2, 3), kk = random_floats(q.size(), 4),
-                                 v = random_floats(q.size(), 5);
-        REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
-        REQUIRE(g.upload(cache.k, kk.data(), kk.size() * 4).ok());
-        REQUIRE(g.upload(cache.v, v.data(), v.size() * 4).ok());
-        const std::vector<float> got = run_sdpa_prefill_then_decode(g, cache, H, D, N);
-        CHECK_CLOSE_VEC(got, sdpa_causal_twin(q, kk, v, H, D, N), 2e-5, 2e-4);
+        check_sdpa_yardstick(ap, 2, D, 45);
       }
     }
   // A device with subgroup shuffles or clustered operations ran the subgroup kernels (lavapipe: *_sx).

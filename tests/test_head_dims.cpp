@@ -182,28 +182,13 @@ TEST_CASE("any head dim: the SDPA yardstick on every path") {
     for (const AttentionPath& ap : {path(1, 0, 0, false), path(0, 0, 3, false), tile_path(0, false)}) {
       CAPTURE(D);
       CAPTURE(describe(ap));
-      const int B = 1, H = 2, N = 45;
-      gpu::Context& g = ap.gpu();
-      auto cr = ops::AttentionCache::create(g, B, H, D, N, "sdpa cache", 0, false);
-      REQUIRE(cr.ok());
-      ops::AttentionCache cache = cr.take();
-      const std::vector<float> q = random_floats((size_t)B * H * N * D * 2, 3), kk = random_floats(q.size(), 4),
-                               v = random_floats(q.size(), 5);
-      REQUIRE(g.upload(cache.q, q.data(), q.size() * 4).ok());
-      REQUIRE(g.upload(cache.k, kk.data(), kk.size() * 4).ok());
-      REQUIRE(g.upload(cache.v, v.data(), v.size() * 4).ok());
-      // A prefill of N - 3 rows, then 3 decode steps (split-k applies to those), against the twin.
-      const std::vector<float> got = run_sdpa_prefill_then_decode(g, cache, H, D, N);
-      const std::vector<double> want = sdpa_causal_twin(q, kk, v, H, D, N);
-      CHECK_CLOSE_VEC(got, want, 2e-5, 2e-4);
+      // A prefill of 42 rows, then 3 decode steps (split-k applies to those), against the twin.
+      check_sdpa_yardstick(ap, 2, D, 45);
     }
 }
 
 TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") {
-  gpu::Capabilities gpu_caps;
-  gpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
-  gpu_caps.subgroup_size = 32;
-  gpu_caps.max_workgroup_invocations = 1024;
+  gpu::Capabilities gpu_caps = fake_gpu_caps();
   gpu::Capabilities cpu_caps = gpu_caps;
   cpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_CPU;
   cpu_caps.subgroup_size = 8;
@@ -213,6 +198,8 @@ TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") 
   cm.attention_coopmat = 1;
   gpu::Capabilities nv = gpu_caps;
   nv.coopmat_nv = true;
+  nv.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;  // the matrices' row statistics
+  int coopmat_tiles = 0;
   for (uint32_t shared : {16384u, 32768u, 49152u}) {
     gpu_caps.max_shared_memory = cpu_caps.max_shared_memory = nv.max_shared_memory = shared;
     for (uint32_t D = 1; D <= (uint32_t)kMaxHeadDim; ++D) {
@@ -243,13 +230,16 @@ TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") 
           CHECK(t.rows_per_group % nr == 0);
           CHECK(t.rows_per_group >= nr);
           if (t.coopmat) {
+            ++coopmat_tiles;
             CHECK(t.rows_per_group % 16 == 0);
             CHECK(t.keys_per_tile % 16 == 0);
+            CHECK((t.workgroup / nv.subgroup_size) % (t.rows_per_group / 16) == 0);  // Q fragments per subgroup
           }
         }
       }
     }
   }
+  CHECK(coopmat_tiles > 0);
   // Every D the kernels used to refuse gets the tile on a 48 KiB GPU, cooperative matrices too
   // (2D zero-padded to whole 16-wide blocks); at D = 128 on 32 KiB the key tiles shrink below 16.
   gpu_caps.max_shared_memory = nv.max_shared_memory = 49152;

@@ -158,8 +158,8 @@ shared vec2 sfin[FIN];
 // The index is int(lag), taken when it converts back to the same float: exactly the pairs of the
 // test lag >= 0, < table_lags, == floor(lag) (a negative lag wraps past table_lags as a uint), with
 // two conversions instead of floor(), two comparisons and uint().
-LagTerms table_terms(Head P, uint h, float lag, uint idx) {
-  const vec4 e = lag_tab[h * pc.table_lags + idx];
+// A pair's terms from its lag-table entry e (E, B, P, 0) of that lag.
+LagTerms entry_terms(Head P, float lag, vec4 e) {
   LagTerms t;
   t.dt = lag + P.shift;
   t.E = e.x;
@@ -167,6 +167,9 @@ LagTerms table_terms(Head P, uint h, float lag, uint idx) {
   t.P = e.z;
   t.vcov = 1.0;  // not needed by the logit
   return t;
+}
+LagTerms table_terms(Head P, uint h, float lag, uint idx) {
+  return entry_terms(P, lag, lag_tab[h * pc.table_lags + idx]);
 }
 LagTerms pair_lag_terms(Head P, uint h, float lag) {
   const int li = int(lag);

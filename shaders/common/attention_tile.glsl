@@ -17,8 +17,10 @@
 //   D. the value aggregation as a second small GEMM: thread (tr, tc) accumulates TR rows x TD
 //      complex dims (dims tc + S e) in registers.
 // After the last tile the accumulators go through shared memory to one thread per row, which
-// runs the kernel's epilogue unchanged. The cooperative-matrix tile (RFA_TILE_CM) keeps the
-// earlier layout: cross terms, logits and weights through shared memory, a softmax thread per row.
+// runs the kernel's epilogue unchanged. The cooperative-matrix tile (RFA_TILE_CM) runs phases A
+// and D on the matrices and B and C as above: the matrices give no element's (row, column), so
+// the cross terms go through shared memory to the threads that own their pairs, and the P V
+// blocks back to the threads that own their rows and dims (4 barriers a tile).
 //
 // Shapes (specialization constants, chosen by ops::choose_attention_tiling): S threads share a row
 // group (S divides D and BK: the largest power of two up to 8 dividing D), NR = WG / S row threads,
@@ -59,24 +61,32 @@ const uint BKP = BK + 1;
 // fp16 in, fp32 accumulate), one 16 x 16 output block per subgroup at a time. The complex
 // components are interleaved (re, im), so Re(conj(q) k) is a real dot product over 2D halves:
 // phase A is Qh (BQ x 2D) Kh^T, phase D is (p E)h (BQ x BK) Vh (BK x 2D), its fp32 result added to
-// the rescaled accumulators. Strides are multiples of 8 halves / 4 floats (16-byte rows).
+// the rescaled accumulators (acc_t, in the (tr, tc) layout of the scalar tile's phase D). The row
+// max and sum are subgroup shuffles (RFA_ROW_SG 2: every device with cooperative matrices has
+// them). Strides are multiples of 8 halves / 4 floats (16-byte rows).
 // Any D: the 2D halves of a row are zero-padded to D2, whole 16-wide blocks (D = 12: 24 -> 32);
 // zero Q and K halves add nothing to a cross term, and the P V columns past 2D are never read.
 const uint D2 = (2 * D + 15) / 16 * 16;
 const uint HS = D2 + 8;      // the halves of a Q/K/V tile row
-const uint CS = BK + 4;      // the floats of a logit row
+const uint CS = BK + 4;      // the floats of a cross-term row
 const uint PS = BK + 8;      // the halves of a weight row
 const uint VS = D2 + 4;      // the floats of a P V row
 shared float16_t tq[BQ * HS];
-shared float16_t tkv[BK * HS];
-shared float tlog[BQ * CS];   // cross terms (the MMA's result), then logits, then p E
-shared float tE[BQ * BKP];    // E per pair
-shared float16_t tp16[BQ * PS];
-shared float tpv[BQ * VS];    // this tile's P V; finally the output hand-over
+shared float16_t tkv[BK * HS];  // the K tile, then (once its cross terms are stored) the V tile
+// fp32 results of the matrices: the tile's cross terms (stride CS), then its P V (stride VS),
+// finally the output hand-over. One array: each is read before the next is stored.
+shared float tmat[BQ * (CS > VS ? CS : VS)];
+shared float16_t tp16[BQ * PS];  // p E per pair, phase D's A operand
+#define T_WEIGHT(r, c) tp16[(r) * PS + (c)]
+#define TILE_P(x) float16_t(x)
+#define TILE_OUT tmat
+const uint OUT_ROW = VS;
+const uint OUT_CHUNK = D;  // every dim in one round of the hand-over (BQ x 2D floats fit)
 
 // One subgroup's 16 x 16 output block C = sum over 16-wide steps of A (16 x 16) B (16 x 16), the
 // operands loaded from shared arrays at an element offset and stride, row- or column-major:
-// CM_ZERO(); for each step CM_MMA(A, offset, stride, col_major, B, ...); CM_STORE(C, offset, stride).
+// CM_ZERO(); for each step CM_MMA(A, offset, stride, col_major, B, ...); CM_STORE(C, offset, stride)
+// (CM_MMA_Q(k, ...): A the k-th resident fragment of Q, below).
 #ifndef RFA_TILE_CM_EMU
 #define RFA_TILE_CM_EMU 0
 #endif
@@ -99,6 +109,10 @@ shared float tpv[BQ * VS];    // this tile's P V; finally the output hand-over
     const uint el = gl_SubgroupInvocationID + q * gl_SubgroupSize;                                  \
     C[(offc) + (el / 16) * (sc) + el % 16] = em[q];                                                 \
   }
+// The resident Q fragments: read from tq at each use, at the offset the real load is given.
+#define CM_Q_DECL()
+#define CM_Q_LOAD(k, offq) {}
+#define CM_MMA_Q(k, offq, B, offb, sb, cb) CM_MMA(tq, offq, HS, false, B, offb, sb, cb)
 #else
 #define CM_ZERO() fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cm = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 #define CM_MMA(A, offa, sa, ca, B, offb, sb, cb)  \
@@ -109,16 +123,20 @@ shared float tpv[BQ * VS];    // this tile's P V; finally the output hand-over
     cm = coopMatMulAddNV(ma, mb, cm);             \
   }
 #define CM_STORE(C, offc, sc) coopMatStoreNV(cm, C, offc, sc, false);
+#define CM_Q_DECL() fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qf[D2 / 16];
+#define CM_Q_LOAD(k, offq) coopMatLoadNV(qf[k], tq, offq, HS, false);
+#define CM_MMA_Q(k, offq, B, offb, sb, cb)       \
+  {                                               \
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb; \
+    coopMatLoadNV(mb, B, offb, sb, cb);           \
+    cm = coopMatMulAddNV(qf[k], mb, cm);          \
+  }
 #endif
-#define T_CROSS(r, c) tlog[(r) * CS + (c)]
-#define T_E(r, c) tE[(r) * BKP + (c)]
-// The logit, then the weight p E, of a pair: where the cross term was.
-#define T_LOGIT(r, c) T_CROSS(r, c)
-shared float tscale[BQ];      // each row's rescale factor for this tile
-#if !RFA_SDPA
-const uint EN_SIZE = GATE ? BQ * BKP : 1;
-shared float ten[EN_SIZE];    // the gate's per-pair energy
-#endif
+// Phase A with Q resident: subgroup g owns row block g % MB for the whole walk and keeps its
+// D2 / 16 fragments of Q (loaded once: CM_Q_LOAD), forming the key blocks g / MB, + NS / MB, ...
+// (CM_MMA_Q); the host runs the matrices only where the subgroups are a whole number of times
+// the row blocks (NVIDIA: 4 subgroups of 32 lanes, 4 blocks of a 64-row tile).
+const uint MB = BQ / 16;
 #else
 const uint OUT_CHUNK = D < BKP / 2 ? D : BKP / 2;  // complex dims per round of the hand-over (fits tp)
 shared TILE_T tq[BQ * DP];    // the Q tile (SDPA: times the scale)
@@ -127,6 +145,10 @@ shared TILE_T tq[BQ * DP];    // the Q tile (SDPA: times the scale)
 const uint VO = KV_APART ? BK * DP : 0;
 shared TILE_T tkv[(KV_APART ? 2 : 1) * BK * DP];
 shared float tp[BQ * BKP];    // p E per pair (phase D's weights); finally the output hand-over
+#define T_WEIGHT(r, c) tp[(r) * BKP + (c)]
+#define TILE_P(x) (x)
+#define TILE_OUT tp
+const uint OUT_ROW = BKP;
 // Without subgroup reductions: each thread's maximum per row (and, after the last tile, its
 // shares of the row's statistics), S per row.
 const uint TMX = RFA_ROW_SG != 0 ? 1 : BQ * S;
@@ -157,15 +179,45 @@ void stage_tile_keys(uint tid, uint base, uint tbase, uint j0, uint nk) {
     tki[e] = integer_time(tkt[e], KEY_NO_INT);
   }
 }
+// The lag table's rows of a tile's pairs, staged in shared memory (lean per-pair math: a shared
+// read instead of a 16-byte global gather per pair). Where times are integers that grow with
+// position (the common case: times are positions), the lags of rows [r0, r1] and keys [j0, j1] lie
+// in [t(r0) - t(j1), t(r1) - t(j0)], at most BQ + BK - 1 indices: the window [tlag_lo,
+// tlag_lo + TW) is staged from those four times alone, with the keys, before the tile's first
+// barrier. Any pair outside it (times that do not grow with position) reads the table itself, so
+// the window is a cache, never a condition of correctness; with no integer times tlag_lo is past
+// every index (idx - tlag_lo wraps to >= TW). Both tile layouts use it.
+const uint TW = BQ + BK;
+shared vec4 tlag[TW];
+uint tlag_lo;                 // the window's first index (the same in every thread: uniform)
+const uint TLAG_NONE = 1u << 30;
+// The window of the tile whose first and last live rows have integer times ri0, ri1 and whose
+// first and last keys ki0, ki1 (the sentinels of integer_time() when not integers), and its staging.
+void stage_lag_window(uint tid, uint h, int ri0, int ri1, uint tbase, uint j0, uint nk) {
+  const int ki0 = integer_time(ts[tbase + slot_of(j0)], KEY_NO_INT);
+  const int ki1 = integer_time(ts[tbase + slot_of(j0 + nk - 1)], KEY_NO_INT);
+  const bool ints = ri0 != ROW_NO_INT && ri1 != ROW_NO_INT && ki0 != KEY_NO_INT && ki1 != KEY_NO_INT;
+  const int a = ri0 - ki1, b = ri1 - ki0;  // the tile's signed lags, where times grow
+  // Causal pairs are the non-negative lags; the others' index is |lag|.
+  const int lo = CAUSAL ? max(a, 0) : (a >= 0 ? a : (b <= 0 ? -b : 0));
+  tlag_lo = ints && pc.table_lags != 0 ? uint(lo) : TLAG_NONE;
+  if (tlag_lo == TLAG_NONE) return;
+  for (uint e = tid; e < TW; e += WG) {
+    const uint idx = tlag_lo + e;
+    if (idx < pc.table_lags) tlag[e] = lag_tab[h * pc.table_lags + idx];
+  }
+}
 // A visible pair's logit (base 2), its decay E and the gate's energy, from the staged times and
 // norms of tile row r and tile key c and their cross term: the table's terms where the lag is an
-// integer index (exact: both times below 2^24), else the float lag's. Both tile layouts use it.
+// integer index (exact: both times below 2^24), from the staged window where it holds the lag,
+// else the float lag's. Both tile layouts use it.
 float tile_pair_logit(Head P, uint h, uint r, uint c, float cross, out float E, out float energy) {
   const int li = tqi[r] - tki[c];
   const uint idx = uint(CAUSAL ? li : abs(li));
   LagTerms t;
   if (idx < pc.table_lags) {
-    t = table_terms(P, h, float(idx), idx);
+    const uint u = idx - tlag_lo;
+    t = entry_terms(P, float(idx), u < TW ? tlag[u] : lag_tab[h * pc.table_lags + idx]);
   } else {
     const vec2 tiv = tqt[r], tj = tkt[c];
     float lag = (tiv.x - tj.x) + (tiv.y - tj.y);

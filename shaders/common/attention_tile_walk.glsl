@@ -37,137 +37,14 @@
     tqt[r] = live ? ts[tbase + s] : vec2(0.0);
     tqi[r] = integer_time(tqt[r], ROW_NO_INT);
   }
+  // The integer times of the first and last live rows, for each tile's lag window.
+  const int ri0 = integer_time(ts[tbase + slot_of(pos0 + q0)], ROW_NO_INT);
+  const int ri1 = integer_time(ts[tbase + slot_of(pos0 + last_q)], ROW_NO_INT);
 #endif
 
-#if RFA_TILE_CM
-  // The cooperative-matrix tile: cross terms, logits and weights through shared memory, five
-  // barriers a tile, the softmax one thread per row.
-  const uint tr = tid / S, tc = tid % S;
-  vec2 acc_t[TR * TD];
-  [[unroll]] for (uint k = 0; k < TR * TD; ++k) acc_t[k] = vec2(0.0);
-
-  for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
-    const uint nk = min(BK, kv_end - j0);
-    for (uint e = tid; e < nk * D; e += WG) {
-      const vec2 x = KV_LOAD(Kc[(base + slot_of(j0 + e / D)) * D + e % D]);
-      tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
-      tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
-    }
-#if !RFA_SDPA
-    stage_tile_keys(tid, base, tbase, j0, nk);
+#if RFA_TILE_CM && RFA_ROW_SG == 0
+#error "the cooperative-matrix tile takes the row statistics by subgroup operations (RFA_ROW_SG)"
 #endif
-    barrier();
-
-    // A. Cross terms, TR x TC per thread (keys past nk give values phase B masks).
-    for (uint t = gl_SubgroupID; t < (BQ / 16) * (BK / 16); t += gl_NumSubgroups) {
-      const uint mi = t / (BK / 16), ni = t % (BK / 16);
-      CM_ZERO();
-      for (uint kk = 0; kk < D2 / 16; ++kk)  // K^T: the K rows read as columns
-        CM_MMA(tq, mi * 16 * HS + kk * 16, HS, false, tkv, ni * 16 * HS + kk * 16, HS, true);
-      CM_STORE(tlog, mi * 16 * CS + ni * 16, CS);
-    }
-    barrier();
-
-    // B. The pair terms and the mask, once per pair; the V tile over the K tile. Interior tiles (a
-    // full key tile, every row live, every key before the diagonal and inside every row's window)
-    // skip the mask: one branch per tile, the same for all its threads.
-    const bool interior = nk == BK && q0 + BQ <= pc.n_new &&
-                          (!CAUSAL || (j0 + BK <= pos0 + q0 + 1 && j0 >= first_key(pos0 + q0 + BQ - 1)));
-    for (uint e = tid; e < BQ * BK; e += WG) {
-      const uint r = e / BK, c = e % BK;
-      const uint qr = q0 + r, ii = pos0 + qr, j = j0 + c;
-      const bool valid = interior || (qr < pc.n_new && c < nk && (!CAUSAL || (j <= ii && j >= first_key(ii))));
-      const float cross = T_CROSS(r, c);
-      float logit = NEG_INF;
-#if RFA_SDPA
-      if (valid) logit = cross;
-      T_LOGIT(r, c) = logit;
-      T_E(r, c) = 1.0;
-#else
-      float E = 0.0, energy = NEG_INF;
-      if (valid) logit = tile_pair_logit(P, h, r, c, cross, E, energy);
-      T_LOGIT(r, c) = logit;
-      T_E(r, c) = E;
-      if (GATE) ten[r * BKP + c] = energy;
-#endif
-    }
-    // The MMA reads all BK rows: rows past nk are zero (their weights are zero; 0 x NaN is not).
-    for (uint e = tid; e < BK * D; e += WG) {
-      const vec2 x = e / D < nk ? KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]) : vec2(0.0);
-      tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
-      tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
-    }
-    barrier();
-
-    // C. Online softmax, one thread per row: rescale factor, then p E over the logit.
-    if (tid < BQ) {
-      const uint r = tid;
-      float tmax = NEG_INF;
-      for (uint c = 0; c < nk; ++c) tmax = max(tmax, T_LOGIT(r, c));
-      float sc = 1.0;
-      if (tmax != NEG_INF) {
-        const float mn = max(m, tmax);
-        sc = exp2(m - mn);  // logits and m in base 2
-        m = mn;
-        l *= sc;
-#if !RFA_SDPA
-        float emax = NEG_INF;
-        if (GATE) {
-          for (uint c = 0; c < nk; ++c) emax = max(emax, ten[r * BKP + c]);
-          const float mne = max(me, emax);
-          le *= exp(me - mne);
-          me = mne;
-        }
-#endif
-        for (uint c = 0; c < nk; ++c) {
-          const float p = exp2(T_LOGIT(r, c) - m);
-          l += p;
-          T_LOGIT(r, c) = p * T_E(r, c);  // decayed attention A = Ahat E (SDPA: E = 1)
-#if !RFA_SDPA
-          if (GATE) le += exp(ten[r * BKP + c] - me);
-#endif
-        }
-      } else {
-        for (uint c = 0; c < nk; ++c) T_LOGIT(r, c) = 0.0;  // no key of this tile is visible
-      }
-      for (uint c = 0; c < BK; ++c) tp16[r * PS + c] = float16_t(c < nk ? T_LOGIT(r, c) : 0.0);
-      tscale[r] = sc;
-    }
-    barrier();
-
-    // D. Value aggregation, TR rows x TD dims per thread.
-    for (uint t = gl_SubgroupID; t < (BQ / 16) * (D2 / 16); t += gl_NumSubgroups) {
-      const uint mi = t / (D2 / 16), ni = t % (D2 / 16);
-      CM_ZERO();
-      for (uint kk = 0; kk < BK / 16; ++kk)
-        CM_MMA(tp16, mi * 16 * PS + kk * 16, PS, false, tkv, kk * 16 * HS + ni * 16, HS, false);
-      CM_STORE(tpv, mi * 16 * VS + ni * 16, VS);
-    }
-    barrier();
-    [[unroll]] for (uint a = 0; a < TR; ++a) {
-      const uint r = tr + NR * a;
-      const float sc = tscale[r];
-      [[unroll]] for (uint e = 0; e < TD; ++e) {
-        const uint d = tc + S * e;
-        acc_t[a * TD + e] = acc_t[a * TD + e] * sc + vec2(tpv[r * VS + 2 * d], tpv[r * VS + 2 * d + 1]);
-      }
-    }
-    barrier();
-  }
-
-  // Hand the accumulators to the row threads through tpv, all dims at once.
-  [[unroll]] for (uint a = 0; a < TR; ++a)
-    [[unroll]] for (uint e = 0; e < TD; ++e) {
-      const uint r = tr + NR * a, d = tc + S * e;
-      tpv[r * VS + 2 * d] = acc_t[a * TD + e].x;
-      tpv[r * VS + 2 * d + 1] = acc_t[a * TD + e].y;
-    }
-  barrier();
-  // Every thread reads (those past BQ a copy of the last row they never use): an unconditional write
-  // lets the compiler drop acc[]'s initial zeros instead of keeping them live through the walk.
-  const uint rown = min(tid, BQ - 1);
-  [[unroll]] for (uint d = 0; d < D; ++d) acc[d] = vec2(tpv[rown * VS + 2 * d], tpv[rown * VS + 2 * d + 1]);
-#else
   // The thread's place: row group tr (rows tr + NR a), lane tc (keys tc + S b, dims tc + S e).
   // RFA_ROW_SG numbers the threads by subgroup lanes, so that the S lanes of a row group are
   // consecutive lanes of one subgroup, one cluster of subgroupClustered*(x, S): the host runs it
@@ -178,6 +55,13 @@
   const uint tw = tid;
 #endif
   const uint tr = tw / S, tc = tw % S;
+#if RFA_TILE_CM
+  // This subgroup's row block and its Q fragments, once the Q tile is staged.
+  const uint q_mi = gl_SubgroupID % MB;
+  CM_Q_DECL()
+  barrier();
+  [[unroll]] for (uint kk = 0; kk < D2 / 16; ++kk) CM_Q_LOAD(kk, q_mi * 16 * HS + kk * 16)
+#endif
 
   vec2 acc_t[TR * TD];
   [[unroll]] for (uint k = 0; k < TR * TD; ++k) acc_t[k] = vec2(0.0);
@@ -198,21 +82,51 @@
 #endif
 
   // Three barriers a tile: K and V staged together; the weights p E written; phase D done (a
-  // fourth where V is staged over K: after the weights, once phase A has read K).
+  // fourth where V is staged over K: after the weights, once phase A has read K). The
+  // cooperative-matrix tile: four (K staged; the cross terms stored, after which V goes over K
+  // while the pair terms run; the weights written; the P V blocks stored).
   for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
+#if RFA_TILE_CM
+    for (uint e = tid; e < nk * D; e += WG) {  // K as (re, im) halves: the MMA's rows
+      const vec2 x = KV_LOAD(Kc[(base + slot_of(j0 + e / D)) * D + e % D]);
+      tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
+      tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
+    }
+#else
     for (uint e = tid; e < nk * D; e += WG) {
       const uint g = (base + slot_of(j0 + e / D)) * D + e % D, o = (e / D) * DP + e % D;
       tkv[o] = TILE_T(KV_LOAD(Kc[g]));
       if (KV_APART) tkv[VO + o] = TILE_T(KV_LOAD(Vc[g]));
     }
+#endif
 #if !RFA_SDPA
     stage_tile_keys(tid, base, tbase, j0, nk);
+    stage_lag_window(tid, h, ri0, ri1, tbase, j0, nk);
 #endif
     barrier();
 
     // A. Cross terms, TR x TC per thread, kept in registers (keys past nk: values B masks).
     float s[TR * TC];
+#if RFA_TILE_CM
+    // On the matrices: 16 x 16 blocks of Qh Kh^T (K rows read as columns) into tmat, then each
+    // thread its own pairs'. V over K once every block is stored; rows past nk zero (the P V
+    // product reads all BK rows: their weights are zero, and 0 x NaN is not).
+    for (uint ni = gl_SubgroupID / MB; ni < BK / 16; ni += gl_NumSubgroups / MB) {
+      CM_ZERO();
+      [[unroll]] for (uint kk = 0; kk < D2 / 16; ++kk)
+        CM_MMA_Q(kk, q_mi * 16 * HS + kk * 16, tkv, ni * 16 * HS + kk * 16, HS, true);
+      CM_STORE(tmat, q_mi * 16 * CS + ni * 16, CS);
+    }
+    barrier();
+    [[unroll]] for (uint a = 0; a < TR; ++a)
+      [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) s[a * TC + b2] = tmat[(tr + NR * a) * CS + tc + S * b2];
+    for (uint e = tid; e < BK * D; e += WG) {
+      const vec2 x = e / D < nk ? KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]) : vec2(0.0);
+      tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
+      tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
+    }
+#else
     [[unroll]] for (uint k = 0; k < TR * TC; ++k) s[k] = 0.0;
     [[unroll]] for (uint d = 0; d < D; ++d) {
       TILE_T kk[TC];
@@ -222,6 +136,7 @@
         [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) s[a * TC + b2] += TILE_DOT(qq, kk[b2]);
       }
     }
+#endif
 
     // B. The pair terms and the mask of the thread's own pairs, the logits over the cross terms.
     // Interior tiles (a full key tile, every row live, every key before the diagonal and inside
@@ -282,7 +197,7 @@
         const uint k = a * TC + b2;
         const float p = mn == NEG_INF ? 0.0 : exp2(s[k] - mn);
         lt[a] += p;
-        tp[r * BKP + tc + S * b2] = p * PAIR_E(k);
+        T_WEIGHT(r, tc + S * b2) = TILE_P(p * PAIR_E(k));
       }
     }
     barrier();
@@ -320,16 +235,35 @@
     }
 #endif
 #undef PAIR_E
+#if !RFA_TILE_CM  // (the matrices' V went over K after their cross terms were stored)
     if (!KV_APART) {  // V over K: every thread's phase A is done (the barrier above)
       for (uint e = tid; e < nk * D; e += WG)
         tkv[(e / D) * DP + e % D] = TILE_T(KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]));
       barrier();
     }
+#endif
 
     // D. Value aggregation, TR rows x TD dims per thread.
     [[unroll]] for (uint a = 0; a < TR; ++a)
       [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] *= scl[a];
-#if RFA_ROW_SG
+#if RFA_TILE_CM
+    // On the matrices: 16 x 16 blocks of (p E)h (BQ x BK) Vh (BK x 2D) into tmat (the cross terms
+    // are read), each thread adding its own rows and dims. No barrier after: the next tile's
+    // staging writes none of tmat, tp16 or tkv's readers' data before its own barrier.
+    for (uint t = gl_SubgroupID; t < (BQ / 16) * (D2 / 16); t += gl_NumSubgroups) {
+      const uint mi = t / (D2 / 16), ni = t % (D2 / 16);
+      CM_ZERO();
+      for (uint kk = 0; kk < BK / 16; ++kk)
+        CM_MMA(tp16, mi * 16 * PS + kk * 16, PS, false, tkv, kk * 16 * HS + ni * 16, HS, false);
+      CM_STORE(tmat, mi * 16 * VS + ni * 16, VS);
+    }
+    barrier();
+    [[unroll]] for (uint a = 0; a < TR; ++a)
+      [[unroll]] for (uint e = 0; e < TD; ++e) {
+        const uint o = (tr + NR * a) * VS + 2 * (tc + S * e);
+        acc_t[a * TD + e] += vec2(tmat[o], tmat[o + 1]);
+      }
+#elif RFA_ROW_SG
     for (uint c = 0; c < nk; ++c) {
       TILE_T vv[TD];
       [[unroll]] for (uint e = 0; e < TD; ++e) vv[e] = tkv[VO + c * DP + tc + S * e];
@@ -352,8 +286,13 @@
         }
       }
 #endif
+#if !RFA_TILE_CM
     barrier();
+#endif
   }
+#if RFA_TILE_CM
+  barrier();  // every thread's last P V read from tmat, before the hand-over writes it
+#endif
 
   // The row statistics over the S lanes of each row group, once: the sum's shares (relative to
   // the common maximum) added; the gate's per-lane log-sum-exp states merged.
@@ -401,27 +340,27 @@
 #endif
 
   // Hand the row statistics, then the accumulators (OUT_CHUNK dims a round), to the row threads
-  // through tp. Every thread reads (those past BQ the last row, unused): an unconditional write
+  // through TILE_OUT (tp; the cooperative-matrix tile's tmat, all dims in one round). Every thread reads (those past BQ the last row, unused): an unconditional write
   // lets the compiler drop acc[]'s initial zeros instead of keeping them live through the walk.
   if (tc == 0)
     [[unroll]] for (uint a = 0; a < TR; ++a) {
-      const uint o = (tr + NR * a) * BKP;
-      tp[o] = mr[a];
-      tp[o + 1] = lt[a];
+      const uint o = (tr + NR * a) * OUT_ROW;
+      TILE_OUT[o] = mr[a];
+      TILE_OUT[o + 1] = lt[a];
 #if !RFA_SDPA
-      tp[o + 2] = met[a];
-      tp[o + 3] = let[a];
+      TILE_OUT[o + 2] = met[a];
+      TILE_OUT[o + 3] = let[a];
 #endif
     }
   barrier();
   {
-    const uint o = min(tid, BQ - 1) * BKP;
-    m = tp[o];
-    l = tp[o + 1];
+    const uint o = min(tid, BQ - 1) * OUT_ROW;
+    m = TILE_OUT[o];
+    l = TILE_OUT[o + 1];
 #if !RFA_SDPA
     if (GATE) {
-      me = tp[o + 2];
-      le = tp[o + 3];
+      me = TILE_OUT[o + 2];
+      le = TILE_OUT[o + 3];
     }
 #endif
   }
@@ -432,8 +371,8 @@
         const uint d = tc + S * e;
         if (d >= c0 && d < c0 + OUT_CHUNK) {
           const uint o = (tr + NR * a) * 2 * OUT_CHUNK + 2 * (d - c0);
-          tp[o] = acc_t[a * TD + e].x;
-          tp[o + 1] = acc_t[a * TD + e].y;
+          TILE_OUT[o] = acc_t[a * TD + e].x;
+          TILE_OUT[o + 1] = acc_t[a * TD + e].y;
         }
       }
     barrier();
@@ -441,8 +380,7 @@
     [[unroll]] for (uint k = 0; k < OUT_CHUNK; ++k)
       if (c0 + k < D) {
         const uint o = min(tid, BQ - 1) * 2 * OUT_CHUNK + 2 * k;
-        acc[c0 + k] = vec2(tp[o], tp[o + 1]);
+        acc[c0 + k] = vec2(TILE_OUT[o], TILE_OUT[o + 1]);
       }
   }
-#endif
 }

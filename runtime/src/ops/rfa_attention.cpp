@@ -175,12 +175,14 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
 
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat,
                            bool subgroup_reduce, bool kv_apart) {
-  const uint32_t common = rows * (4 + 8 + 4) + keys * (4 + 8 + 4);  // tqn, tqt, tqi; tkn, tkt, tki
-  if (coopmat) {  // halves for Q, K/V and the weights; floats for logits, E and P V (attention_tile.glsl)
+  // tqn, tqt, tqi; tkn, tkt, tki; tlag: the tile's window of lag-table rows (rows + keys entries)
+  const uint32_t common = rows * (4 + 8 + 4) + keys * (4 + 8 + 4) + (rows + keys) * 16;
+  if (coopmat) {  // halves for Q, K/V and the weights; floats for the cross terms, then P V (attention_tile.glsl)
+    (void)gate;  // the gate's energies stay in registers
     const uint32_t d2 = (2 * dim + 15) / 16 * 16;  // 2D halves zero-padded to whole 16-wide blocks
-    return (rows + keys) * (d2 + 8) * 2 + rows * (keys + 4) * 4 + rows * (keys + 1) * 4 + rows * (keys + 8) * 2 +
-           rows * (d2 + 4) * 4 + rows * 4     // tscale
-           + (gate ? rows * (keys + 1) * 4 : 4)  // ten: the gate's energies
+    return (rows + keys) * (d2 + 8) * 2                    // tq, tkv
+           + rows * std::max(keys + 4, d2 + 4) * 4         // tmat: cross terms, then P V
+           + rows * (keys + 8) * 2                         // tp16: p E
            + common;
   }
   const uint32_t elt = f16 ? 4 : 8;  // one complex component of the Q, K and V tiles
@@ -217,23 +219,30 @@ namespace {
 // The cooperative tile for prefill-sized calls (see common/attention_tile.glsl): 128 threads in
 // groups of S sharing keys and dims (S = 8, or the largest power of two dividing D: 4 at D = 12 or
 // 20; 64 threads when S = 1 so that a row group is at most the tile's 64 rows), 64 query rows and
-// 32 keys a tile, halved (keys first, then rows) until the tile fits the device's shared memory.
+// 32 keys a tile (64 with cooperative matrices), halved (keys first, then rows) until the tile
+// fits the device's shared memory.
 // Large D (a key row is D complex values): once the rows reach their minimum, keys go on halving
 // down to S (TC = BK / S >= 1): at D = 128 a scalar 16 x 16 tile needs 35 KiB, more than 32 KiB
 // devices have, and 16 rows x 8 keys fit in 27 KiB. Returns false when it cannot fit at all.
-// Cooperative matrices need whole 16 x 16 blocks (2D is zero-padded to a multiple of 16 halves)
-// and subgroups that tile the workgroup.
+// Cooperative matrices need whole 16 x 16 blocks (2D is zero-padded to a multiple of 16 halves),
+// subgroups that tile the workgroup, and subgroup shuffles for the row statistics.
 bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, bool coopmat, AttentionTiling& t) {
   const uint32_t s = tile_threads_per_group(dim);
   const uint32_t wg = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s), nr = wg / s;
   if (coopmat && (caps.subgroup_size == 0 || wg % caps.subgroup_size != 0)) return false;
   const uint32_t min_bk = coopmat ? 16 : std::max<uint32_t>(s, 4);
-  const int reduce = coopmat ? 0 : row_subgroup_reduce(caps, wg, s);
+  int reduce = row_subgroup_reduce(caps, wg, s);
+  // The cooperative-matrix kernels take the row statistics by shuffles (RFA_ROW_SG=2) only.
+  if (coopmat) {
+    const VkSubgroupFeatureFlags shuffle = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+    if (reduce == 0 || (caps.subgroup_ops & shuffle) != shuffle) return false;
+    reduce = 2;
+  }
   const bool sg = reduce != 0;
   // The largest tile that fits, K and V in two buffers or (the scalar tile) in one.
   auto fit = [&](bool apart, uint32_t& bq, uint32_t& bk) {
     bq = 64;
-    bk = 32;
+    bk = coopmat ? 64 : 32;  // the matrices: 64 x 64 at D = 32 in 48 KiB (NVIDIA's), fewer barriers a key
     while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, apart) > caps.max_shared_memory) {
       if (bk > 16) bk /= 2;
       else if (bq > std::max<uint32_t>(nr, 16)) bq /= 2;
@@ -244,6 +253,9 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   };
   uint32_t bq = 0, bk = 0, bq1 = 0, bk1 = 0;
   const bool two = fit(true, bq, bk);
+  // The matrices' subgroups each keep one 16-row block's Q fragments: a whole number of subgroups
+  // per row block.
+  if (coopmat && two && (wg / caps.subgroup_size) % (bq / 16) != 0) return false;
   // One buffer (a barrier more a tile) only where it gives a larger tile or two do not fit.
   const bool one = !coopmat && fit(false, bq1, bk1) && (!two || bq1 * bk1 > bq * bk);
   if (!two && !one) return false;
@@ -396,12 +408,14 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                (overrides.attention_tile == 1 ? ", forced" : ", prefill-sized call") +
                (tt.coopmat ? (cm_emulated ? ", cooperative matrices emulated by subgroup lanes (test mode)"
                                           : ", cooperative matrices (fp16 in, fp32 sums)")
-                : cm_wanted ? (cm_device ? ", scalar (no cooperative-matrix tile fits this shape)"
+                : cm_wanted ? (cm_device ? ((caps.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)
+                                                ? ", scalar (no cooperative-matrix tile fits this shape)"
+                                                : ", scalar (the cooperative-matrix tile needs subgroup shuffles)")
                                : cm_emulated ? ", scalar (emulated matrices need shaderFloat16 and subgroups)"
                                              : ", scalar (the device has no VK_NV_cooperative_matrix 16x16x16 fp16)")
                             : "") +
                (tt.f16_math ? ", fp16 products" : (f16_wanted && !tt.coopmat ? ", fp32 (fp16 products need shaderFloat16)" : "")) +
-               (tt.coopmat                ? ""
+               (tt.coopmat                ? ", row max/sum by subgroup shuffles"
                 : tt.subgroup_shuffle         ? ", row max/sum by subgroup shuffles (no clustered subgroup operations)"
                 : tt.subgroup_reduce          ? ", row max/sum by clustered subgroup reductions"
                                               : ", row max/sum through shared memory (no subgroup clustered operations or "
