@@ -281,24 +281,33 @@ struct Fixture {
 inline double time_of(const Inputs& in, int b, int i) { return in.t.empty() ? (double)i : in.t[(size_t)b * in.N + i]; }
 
 // A layer streamed through a sliding-window ring smaller than the stream (capacity window +
-// chunk - 1), in calls of `chunk` positions: the weights, the ring and its timestamps, for probes.
+// chunk - 1, the fewest a chunk's banded keys fit in), in calls of `chunk` positions, each call's
+// timestamps written into their slots first, on context g: the weights, the ring and its timestamps
+// as the last call left them (for probes); the outputs [B N][2 H D] and each row's log-partition
+// row_max + log row_sum, [B][H][N] as the twin's row_lse.
 struct RingRun {
+  uint32_t cap = 0;
   ops::AttentionWeightsGpu w;
   ops::AttentionCache cache;
   gpu::Buffer ts;
+  std::vector<float> out;
+  std::vector<float> lse;
 };
-inline RingRun run_ring(const AttentionParams& p, const Inputs& in, int window, int chunk, bool kv_f16) {
-  gpu::Context& g = test::gpu();
+inline RingRun run_ring(const AttentionParams& p, const Inputs& in, int window, int chunk, bool kv_f16,
+                        gpu::Context& g = test::gpu()) {
   const uint32_t cap = (uint32_t)(window + chunk - 1), H = (uint32_t)p.heads;
   RingRun run;
+  run.cap = cap;
   auto wr = ops::AttentionWeightsGpu::create(g, p);
   REQUIRE_MESSAGE(wr.ok(), wr.status().to_string());
   run.w = wr.take();
   auto cr = ops::AttentionCache::create(g, (uint32_t)in.B, H, (uint32_t)p.dim, cap, "ring", (uint32_t)window, kv_f16);
   REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
   run.cache = cr.take();
-  run.ts = test::zeros((size_t)in.B * cap * 2, "timestamp ring");
+  run.ts = Fixture::up_on(g, std::vector<float>((size_t)in.B * cap * 2));
   const size_t W = 2 * (size_t)p.heads * p.dim;
+  run.out.assign((size_t)in.B * in.N * W, 0.f);
+  run.lse.assign((size_t)in.B * H * in.N, 0.f);
   for (int i0 = 0; i0 < in.N; i0 += chunk) {
     const int n = std::min(chunk, in.N - i0);
     std::vector<float> qc, kc, vc;
@@ -315,13 +324,27 @@ inline RingRun run_ring(const AttentionParams& p, const Inputs& in, int window, 
       part(in.k, kc);
       part(in.v, vc);
     }
-    gpu::Buffer q = test::upload(qc), k = test::upload(kc), v = test::upload(vc);
-    gpu::Buffer vn = test::zeros((size_t)in.B * n * W), o = test::zeros((size_t)in.B * n * W);
+    gpu::Buffer q = Fixture::up_on(g, qc), k = Fixture::up_on(g, kc), v = Fixture::up_on(g, vc);
+    gpu::Buffer vn = Fixture::up_on(g, std::vector<float>((size_t)in.B * n * W)),
+                o = Fixture::up_on(g, std::vector<float>((size_t)in.B * n * W));
     gpu::Recorder rec(g);
     REQUIRE(rec.begin().ok());
     const Status s = ops::record_rfa_attention(g, rec, run.w, run.cache, run.ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
     REQUIRE_MESSAGE(s.ok(), s.to_string());
     REQUIRE(rec.submit_and_wait().ok());
+    std::vector<float> got((size_t)in.B * n * W), mx((size_t)in.B * H * cap), sm(mx.size());
+    REQUIRE(g.download(o, got.data(), got.size() * 4).ok());
+    REQUIRE(g.download(run.cache.row_max, mx.data(), mx.size() * 4).ok());
+    REQUIRE(g.download(run.cache.row_sum, sm.data(), sm.size() * 4).ok());
+    for (int b = 0; b < in.B; ++b) {
+      std::copy(got.begin() + (size_t)b * n * W, got.begin() + (size_t)(b + 1) * n * W,
+                run.out.begin() + ((size_t)b * in.N + i0) * W);
+      for (uint32_t h = 0; h < H; ++h)
+        for (int i = i0; i < i0 + n; ++i) {
+          const size_t slot = ((size_t)b * H + h) * cap + (size_t)i % cap;
+          run.lse[((size_t)b * H + h) * in.N + i] = mx[slot] + std::log(sm[slot]);
+        }
+    }
   }
   return run;
 }

@@ -275,58 +275,10 @@ void check_window_on(const AttentionPath& ap, const AttentionParams& p, int B, i
                          ref::split_complex(to_double(in.k), rows, p.heads, p.dim),
                          ref::split_complex(to_double(in.v), rows, p.heads, p.dim), in.t, &r, opt)
               .ok());
-  gpu::Context& g = ap.gpu();
-  const uint32_t cap = (uint32_t)(window + chunk - 1), H = (uint32_t)p.heads;
-  auto wr = ops::AttentionWeightsGpu::create(g, p);
-  REQUIRE(wr.ok());
-  auto cr = ops::AttentionCache::create(g, (uint32_t)B, H, (uint32_t)p.dim, cap, "ring", (uint32_t)window, ap.kv_f16);
-  REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
-  ops::AttentionCache cache = cr.take();
-  gpu::Buffer ts = Fixture::up_on(g, std::vector<float>((size_t)B * cap * 2));
-  const size_t W = 2 * (size_t)p.heads * p.dim;
-  std::vector<float> out((size_t)rows * W), lse;
-  std::vector<double> lse_want;
-  for (int i0 = 0; i0 < N; i0 += chunk) {
-    const int n = std::min(chunk, N - i0);
-    std::vector<float> qc, kc, vc;
-    for (int b = 0; b < B; ++b) {
-      for (int i = i0; i < i0 + n; ++i) {
-        float pair[2];
-        ops::split_timestamp(in.t[(size_t)b * N + i], &pair[0], &pair[1]);
-        REQUIRE(g.upload(ts, pair, 8, ((size_t)b * cap + (size_t)i % cap) * 8).ok());
-      }
-      auto part = [&](const std::vector<float>& x, std::vector<float>& dst) {
-        dst.insert(dst.end(), x.begin() + ((size_t)b * N + i0) * W, x.begin() + ((size_t)b * N + i0 + n) * W);
-      };
-      part(in.q, qc);
-      part(in.k, kc);
-      part(in.v, vc);
-    }
-    gpu::Buffer q = Fixture::up_on(g, qc), k = Fixture::up_on(g, kc), v = Fixture::up_on(g, vc);
-    gpu::Buffer vn = Fixture::up_on(g, std::vector<float>((size_t)B * n * W)),
-                o = Fixture::up_on(g, std::vector<float>((size_t)B * n * W));
-    gpu::Recorder rec(g);
-    REQUIRE(rec.begin().ok());
-    const Status s = ops::record_rfa_attention(g, rec, *wr, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
-    REQUIRE_MESSAGE(s.ok(), s.to_string());
-    REQUIRE(rec.submit_and_wait().ok());
-    std::vector<float> part((size_t)B * n * W), mx((size_t)B * H * cap), sm(mx.size());
-    REQUIRE(g.download(o, part.data(), part.size() * 4).ok());
-    REQUIRE(g.download(cache.row_max, mx.data(), mx.size() * 4).ok());
-    REQUIRE(g.download(cache.row_sum, sm.data(), sm.size() * 4).ok());
-    for (int b = 0; b < B; ++b) {
-      std::copy(part.begin() + (size_t)b * n * W, part.begin() + (size_t)(b + 1) * n * W, out.begin() + ((size_t)b * N + i0) * W);
-      for (uint32_t h = 0; h < H; ++h)
-        for (int i = i0; i < i0 + n; ++i) {
-          const size_t slot = ((size_t)b * H + h) * cap + (size_t)i % cap;
-          lse.push_back(mx[slot] + std::log(sm[slot]));
-          lse_want.push_back(r.row_lse[((size_t)b * H + h) * N + i]);
-        }
-    }
-  }
+  const RingRun run = run_ring(p, in, window, chunk, ap.kv_f16, ap.gpu());
   const double tol = ap.kv_f16 ? kTolF16 : kTol;
-  CHECK_CLOSE_VEC(out, ref::pack_complex(r.est, rows, p.heads, p.dim), tol, tol);
-  CHECK_CLOSE_VEC(lse, lse_want, tol * 10, tol);
+  CHECK_CLOSE_VEC(run.out, ref::pack_complex(r.est, rows, p.heads, p.dim), tol, tol);
+  CHECK_CLOSE_VEC(run.lse, r.row_lse, tol * 10, tol);
 }
 }  // namespace
 

@@ -245,54 +245,14 @@ void check_window(const AttentionParams& p, int B, int N, int window, int chunk,
   REQUIRE(ref::attention(p, B, N, Q, K, V, in.t, &r, opt).ok());
 
   auto& g = test::gpu();
-  const uint32_t cap = (uint32_t)(window + chunk - 1), H = (uint32_t)p.heads;
-  auto wr = ops::AttentionWeightsGpu::create(g, p);
-  REQUIRE(wr.ok());
-  auto cr = ops::AttentionCache::create(g, (uint32_t)B, H, (uint32_t)p.dim, cap, "ring", (uint32_t)window);
-  REQUIRE_MESSAGE(cr.ok(), cr.status().to_string());
-  ops::AttentionCache cache = cr.take();
-  gpu::Buffer ts = test::zeros((size_t)B * cap * 2, "timestamp ring");
-  const size_t W = 2 * (size_t)p.heads * p.dim;
-  std::vector<float> out((size_t)rows * W), lse;
-  std::vector<double> lse_want;
-  for (int i0 = 0; i0 < N; i0 += chunk) {
-    const int n = std::min(chunk, N - i0);
-    for (int b = 0; b < B; ++b)
-      for (int i = i0; i < i0 + n; ++i) {
-        float pair[2];
-        ops::split_timestamp(in.t.empty() ? (double)i : in.t[(size_t)b * N + i], &pair[0], &pair[1]);
-        REQUIRE(g.upload(ts, pair, 8, ((size_t)b * cap + (size_t)i % cap) * 8).ok());
-      }
-    std::vector<float> qc, kc, vc;
-    for (int b = 0; b < B; ++b) {
-      auto part = [&](const std::vector<float>& x, std::vector<float>& dst) {
-        dst.insert(dst.end(), x.begin() + ((size_t)b * N + i0) * W, x.begin() + ((size_t)b * N + i0 + n) * W);
-      };
-      part(in.q, qc);
-      part(in.k, kc);
-      part(in.v, vc);
-    }
-    gpu::Buffer q = test::upload(qc), k = test::upload(kc), v = test::upload(vc);
-    gpu::Buffer vn = test::zeros((size_t)B * n * W), o = test::zeros((size_t)B * n * W);
-    gpu::Recorder rec(g);
-    REQUIRE(rec.begin().ok());
-    Status s = ops::record_rfa_attention(g, rec, *wr, cache, ts, q, k, v, vn, o, (uint32_t)i0, (uint32_t)n);
-    REQUIRE_MESSAGE(s.ok(), s.to_string());
-    REQUIRE(rec.submit_and_wait().ok());
-    const auto part = test::download(o, (size_t)B * n * W);
-    const auto mx = test::download(cache.row_max, (size_t)B * H * cap), sm = test::download(cache.row_sum, (size_t)B * H * cap);
-    for (int b = 0; b < B; ++b) {
-      std::copy(part.begin() + (size_t)b * n * W, part.begin() + (size_t)(b + 1) * n * W, out.begin() + ((size_t)b * N + i0) * W);
-      for (uint32_t h = 0; h < H; ++h)
-        for (int i = i0; i < i0 + n; ++i) {
-          const size_t slot = ((size_t)b * H + h) * cap + (size_t)i % cap;
-          lse.push_back(mx[slot] + std::log(sm[slot]));
-          lse_want.push_back(r.row_lse[((size_t)b * H + h) * N + i]);
-        }
-    }
-  }
-  CHECK_CLOSE_VEC(out, ref::pack_complex(r.est, rows, p.heads, p.dim), kTol, kTol);
-  CHECK_CLOSE_VEC(lse, lse_want, kTol * 10, kTol);
+  const uint32_t H = (uint32_t)p.heads;
+  RingRun run = run_ring(p, in, window, chunk, false);
+  CHECK_CLOSE_VEC(run.out, ref::pack_complex(r.est, rows, p.heads, p.dim), kTol, kTol);
+  CHECK_CLOSE_VEC(run.lse, r.row_lse, kTol * 10, kTol);
+  const uint32_t cap = run.cap;
+  ops::AttentionCache& cache = run.cache;
+  const ops::AttentionWeightsGpu& w = run.w;
+  const gpu::Buffer& ts = run.ts;
   CHECK(cache.filled == (uint32_t)N);
   CHECK(cache.oldest() == (uint32_t)N - std::min<uint32_t>(cap, N));
 
@@ -306,8 +266,8 @@ void check_window(const AttentionParams& p, int B, int N, int window, int chunk,
   const float thr[4] = {0.f, 3.f, 10.f, 40.f};
   gpu::Recorder rec(g);
   REQUIRE(rec.begin().ok());
-  REQUIRE(ops::record_rfa_probe(g, rec, *wr, cache, ts, b, h, r0, (uint32_t)N, c0, (uint32_t)N, ah, aa).ok());
-  REQUIRE(ops::record_rfa_row_diagnostics(g, rec, *wr, cache, ts, b, h, d0, (uint32_t)N, thr, d).ok());
+  REQUIRE(ops::record_rfa_probe(g, rec, w, cache, ts, b, h, r0, (uint32_t)N, c0, (uint32_t)N, ah, aa).ok());
+  REQUIRE(ops::record_rfa_row_diagnostics(g, rec, w, cache, ts, b, h, d0, (uint32_t)N, thr, d).ok());
   REQUIRE(rec.submit_and_wait().ok());
   std::vector<double> want_ahat, want_a;
   for (uint32_t i = r0; i < (uint32_t)N; ++i)
@@ -336,13 +296,13 @@ void check_window(const AttentionParams& p, int B, int N, int window, int chunk,
   if (cache.oldest() > 0 && window > 1) {
     gpu::Recorder rec3(g);
     REQUIRE(rec3.begin().ok());
-    CHECK(!ops::record_rfa_row_diagnostics(g, rec3, *wr, cache, ts, b, h, cache.oldest(), cache.oldest() + 1, thr, d).ok());
+    CHECK(!ops::record_rfa_row_diagnostics(g, rec3, w, cache, ts, b, h, cache.oldest(), cache.oldest() + 1, thr, d).ok());
     REQUIRE(rec3.submit_and_wait().ok());
   }
   if (cache.oldest() > 0) {
     gpu::Recorder rec2(g);
     REQUIRE(rec2.begin().ok());
-    Status s = ops::record_rfa_probe(g, rec2, *wr, cache, ts, b, h, 0, 1, 0, 1, ah, aa);
+    Status s = ops::record_rfa_probe(g, rec2, w, cache, ts, b, h, 0, 1, 0, 1, ah, aa);
     CHECK(!s.ok());
     CHECK(s.message().find("still in the cache") != std::string::npos);
     REQUIRE(rec2.submit_and_wait().ok());

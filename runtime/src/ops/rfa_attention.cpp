@@ -192,14 +192,21 @@ uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16,
          + common;
 }
 
+namespace {
+// Subgroup shuffles in compute (the *_sx kernels' butterflies, the cooperative-matrix tile's rows).
+bool subgroup_shuffles(const gpu::Capabilities& caps) {
+  const VkSubgroupFeatureFlags shuffle = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  return (caps.subgroup_ops & shuffle) == shuffle;
+}
+}  // namespace
+
 int row_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s) {
   s = std::max<uint32_t>(s, 1);
   if ((s & (s - 1)) != 0 || caps.subgroup_size < s || wg % caps.subgroup_size != 0) return 0;
   const VkSubgroupFeatureFlags clustered =
       VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
-  const VkSubgroupFeatureFlags shuffle = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
   if ((caps.subgroup_ops & clustered) == clustered) return 1;
-  if ((caps.subgroup_ops & shuffle) == shuffle) return 2;
+  if (subgroup_shuffles(caps)) return 2;
   return 0;
 }
 
@@ -234,8 +241,7 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   int reduce = row_subgroup_reduce(caps, wg, s);
   // The cooperative-matrix kernels take the row statistics by shuffles (RFA_ROW_SG=2) only.
   if (coopmat) {
-    const VkSubgroupFeatureFlags shuffle = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
-    if (reduce == 0 || (caps.subgroup_ops & shuffle) != shuffle) return false;
+    if (reduce == 0 || !subgroup_shuffles(caps)) return false;
     reduce = 2;
   }
   const bool sg = reduce != 0;
@@ -408,7 +414,7 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                (overrides.attention_tile == 1 ? ", forced" : ", prefill-sized call") +
                (tt.coopmat ? (cm_emulated ? ", cooperative matrices emulated by subgroup lanes (test mode)"
                                           : ", cooperative matrices (fp16 in, fp32 sums)")
-                : cm_wanted ? (cm_device ? ((caps.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)
+                : cm_wanted ? (cm_device ? (subgroup_shuffles(caps)
                                                 ? ", scalar (no cooperative-matrix tile fits this shape)"
                                                 : ", scalar (the cooperative-matrix tile needs subgroup shuffles)")
                                : cm_emulated ? ", scalar (emulated matrices need shaderFloat16 and subgroups)"
