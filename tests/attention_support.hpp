@@ -605,6 +605,9 @@ inline gpu::Capabilities fake_gpu_caps(VkSubgroupFeatureFlags subgroup_ops = 0) 
   gpu::Capabilities caps;
   caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
   caps.subgroup_size = 32;
+  // Full subgroups of a required size (gpu::subgroup_layout_size), of the one size reported: the
+  // subgroup-lane kernels run only with them. Tests that fake another size set subgroup_size.
+  caps.subgroup_size_control = true;
   caps.max_workgroup_invocations = 1024;
   caps.max_shared_memory = 49152;
   caps.subgroup_ops = subgroup_ops;

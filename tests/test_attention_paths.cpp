@@ -259,6 +259,54 @@ TEST_CASE("the direct walk's merge is chosen as data: subgroup operations where 
   CHECK(ops::row_subgroup_reduce(sx, 64, 16) == 2);
 }
 
+TEST_CASE("subgroup-lane kernels only where full subgroups of a required size can be asked for") {
+  // An Intel-like GPU: reports 32 lanes but may run a compute shader 8 or 16 wide. Without subgroup
+  // size control (or without compute among requiredSubgroupSizeStages, as MoltenVK's M1) the lane
+  // numbering gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID could skip rows or run
+  // past arrays: every path is the shared-memory one.
+  gpu::Capabilities intel = fake_gpu_caps(VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+                                          VK_SUBGROUP_FEATURE_CLUSTERED_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+  intel.device_type = VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+  intel.min_subgroup_size = 8;
+  intel.max_subgroup_size = 32;
+  intel.max_workgroup_subgroups = 56;
+  intel.subgroup_size_control = false;
+  intel.shader_float16 = true;
+  const KernelOptions none;
+  CHECK(gpu::subgroup_layout_size(intel, 128) == 0);
+  for (uint32_t rows : {1u, 3u, 512u}) {
+    const auto t = ops::choose_attention_tiling(intel, none, rows, 32, 8, 65536);
+    CAPTURE(rows);
+    CHECK(!t.subgroup_reduce);
+    const std::string name = ops::attention_kernel_name("rfa_attention", t, false);
+    CHECK(name.find("_sg") == std::string::npos);
+    CHECK(name.find("_sx") == std::string::npos);
+  }
+  KernelOptions cm;
+  cm.attention_tile = 1;
+  cm.attention_coopmat = 2;  // the emulated matrices number lanes too
+  CHECK(!ops::choose_attention_tiling(intel, cm, 512, 32, 8, 4096).coopmat);
+  // With it: the default 32 lanes required, full; the workgroup whole subgroups of them.
+  intel.subgroup_size_control = true;
+  CHECK(gpu::subgroup_layout_size(intel, 128) == 32);
+  CHECK(gpu::subgroup_layout_size(intel, 48) == 0);        // not whole 32-lane subgroups
+  CHECK(gpu::subgroup_layout_size(intel, 32 * 57) == 0);   // more than maxComputeWorkgroupSubgroups
+  auto t = ops::choose_attention_tiling(intel, none, 512, 32, 8, 4096);
+  CHECK(t.subgroup_reduce);
+  CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention_tile_sg");
+  t = ops::choose_attention_tiling(intel, none, 1, 32, 8, 65536);
+  CHECK(t.subgroup_reduce);
+  CHECK(t.threads_per_row <= 32);
+  // A default outside the range the driver lets a pipeline require: the nearest size it allows.
+  gpu::Capabilities odd = intel;
+  odd.subgroup_size = 64;
+  CHECK(gpu::subgroup_layout_size(odd, 128) == 32);
+  odd.max_subgroup_size = 0;  // not reported: the default is the one size
+  odd.min_subgroup_size = 0;
+  CHECK(gpu::subgroup_layout_size(odd, 128) == 64);
+  CHECK(gpu::subgroup_layout_size(odd, 96) == 0);
+}
+
 namespace {
 // A windowed stream on path `ap`: chunks of `chunk` positions through a ring of window + chunk - 1
 // slots, outputs and log-partitions against the twin's banded causal mask.

@@ -365,7 +365,7 @@ TEST_CASE("the tile's row reductions are chosen as data: clustered subgroup oper
   // A row group must be one cluster of whole subgroups: subgroups of 4 lanes hold no 8-lane group
   // (D = 32), but do hold D = 12's 4-lane groups.
   gpu::Capabilities narrow = caps;
-  narrow.subgroup_size = 4;
+  narrow.subgroup_size = 4;  // (min and max not reported: 4 is the one size a pipeline can require)
   CHECK(!ops::choose_attention_tiling(narrow, none, 512, 32, 8, 4096).subgroup_reduce);
   CHECK(ops::choose_attention_tiling(narrow, none, 512, 12, 8, 4096).subgroup_reduce);
   CHECK(ops::tile_subgroup_reduce(caps, 48, 8) == 0);  // 48 threads are not whole 32-lane subgroups

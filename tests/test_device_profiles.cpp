@@ -133,6 +133,38 @@ TEST_CASE("the profiles: names, the intersection, an unknown name lists them") {
   CHECK(!mn.timestamps);
   CHECK(!mn.portability_subset);
 
+  // Subgroup sizes: a pipeline may require a size both the device and the profile allow. The M1
+  // lists no compute stage among requiredSubgroupSizeStages: no size can be required there, so
+  // the kernels that number subgroup lanes are not chosen under it.
+  c.subgroup_size_control = true;
+  c.min_subgroup_size = c.max_subgroup_size = 16;
+  c.vulkan_memory_model = c.vulkan_memory_model_device_scope = true;
+  c.coopmat_khr_block = 16;
+  m1 = c;
+  gpu::apply_device_profile(m1, *gpu::find_device_profile("apple-m1-moltenvk"));
+  CHECK(!m1.subgroup_size_control);
+  CHECK(!m1.vulkan_memory_model);
+  CHECK(!m1.coopmat_khr());
+  CHECK(gpu::subgroup_layout_size(m1, 128) == 0);
+  gpu::Capabilities xe = c;  // Iris Xe (8 to 32 lanes): the device's 16 lies inside, required 16
+  gpu::apply_device_profile(xe, *gpu::find_device_profile("intel-iris-xe"));
+  CHECK(xe.subgroup_size_control);
+  CHECK(xe.min_subgroup_size == 16);
+  CHECK(xe.max_subgroup_size == 16);
+  CHECK(xe.max_workgroup_subgroups == 64);
+  CHECK(xe.vulkan_memory_model);
+  CHECK(!xe.coopmat_khr());  // the Mesa 26.1.3 Iris Xe file lists no VK_KHR_cooperative_matrix
+  CHECK(gpu::subgroup_layout_size(xe, 128) == 16);
+  gpu::Capabilities wide = c;  // a 64-lane device under a profile of 8 to 32: nothing both allow
+  wide.subgroup_size = wide.min_subgroup_size = wide.max_subgroup_size = 64;
+  gpu::apply_device_profile(wide, *gpu::find_device_profile("intel-uhd-620"));
+  CHECK(!wide.subgroup_size_control);
+  CHECK(wide.subgroup_size == 64);
+  gpu::Capabilities base = c;
+  gpu::apply_device_profile(base, *gpu::find_device_profile("android-baseline-2022"));
+  CHECK(!base.subgroup_size_control);
+  CHECK(!base.vulkan_memory_model);
+
   ContextOptions o;
   o.validation = 1;
   o.device_profile = "no-such-profile";
@@ -174,6 +206,102 @@ TEST_CASE("the footprint reader: workgroup sizes and shared memory as specialize
     CHECK(iface->push_bytes <= 128);
   }
   CHECK(shaders >= 90);  // 52 kernels and 41 packed copies when this was written
+}
+
+TEST_CASE("every kernel's declared capabilities and extensions against a faked device: all checked, each refused without its feature") {
+  // A device with every optional feature the kernels use, enabled.
+  gpu::Capabilities all;
+  all.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+                     VK_SUBGROUP_FEATURE_BALLOT_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT |
+                     VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT |
+                     VK_SUBGROUP_FEATURE_QUAD_BIT;
+  all.storage_16bit = all.shader_float16 = all.shader_float64 = all.shader_int64 = true;
+  all.vulkan_memory_model = all.vulkan_memory_model_device_scope = true;
+  all.coopmat_nv = true;
+  all.coopmat_khr_block = 16;
+  // Each feature off in turn: a copy of `all` without it.
+  // Each feature off in turn, and the capability that needs it (the module must be refused exactly
+  // when it declares that capability).
+  using spv = uint32_t;
+  namespace sc = gpu::spv_cap;
+  struct Drop {
+    const char* feature;
+    spv cap;
+    void (*off)(gpu::Capabilities&);
+  };
+  const Drop drops[] = {
+      {"shaderFloat16", sc::Float16, [](gpu::Capabilities& c) { c.shader_float16 = false; }},
+      {"shaderFloat64", sc::Float64, [](gpu::Capabilities& c) { c.shader_float64 = false; }},
+      {"shaderInt64", sc::Int64, [](gpu::Capabilities& c) { c.shader_int64 = false; }},
+      {"storageBuffer16BitAccess", sc::StorageBuffer16BitAccess, [](gpu::Capabilities& c) { c.storage_16bit = false; }},
+      {"vulkanMemoryModel", sc::VulkanMemoryModel, [](gpu::Capabilities& c) { c.vulkan_memory_model = false; }},
+      {"VK_NV_cooperative_matrix", sc::CooperativeMatrixNV, [](gpu::Capabilities& c) { c.coopmat_nv = false; }},
+      {"VK_KHR_cooperative_matrix", sc::CooperativeMatrixKHR, [](gpu::Capabilities& c) { c.coopmat_khr_block = 0; }},
+      {"subgroup clustered operations", sc::GroupNonUniformClustered,
+       [](gpu::Capabilities& c) { c.subgroup_ops &= ~VK_SUBGROUP_FEATURE_CLUSTERED_BIT; }},
+      {"subgroup shuffle", sc::GroupNonUniformShuffle,
+       [](gpu::Capabilities& c) { c.subgroup_ops &= ~VK_SUBGROUP_FEATURE_SHUFFLE_BIT; }},
+      {"subgroup arithmetic", sc::GroupNonUniformArithmetic,
+       [](gpu::Capabilities& c) { c.subgroup_ops &= ~VK_SUBGROUP_FEATURE_ARITHMETIC_BIT; }},
+      {"subgroup basic operations", sc::GroupNonUniform,
+       [](gpu::Capabilities& c) { c.subgroup_ops &= ~VK_SUBGROUP_FEATURE_BASIC_BIT; }},
+  };
+  auto declares = [](const gpu::ShaderFootprint& f, uint32_t cap) {
+    return std::find(f.capabilities.begin(), f.capabilities.end(), cap) != f.capabilities.end();
+  };
+  int kernels = 0, matrices = 0, lanes = 0;
+  for (const gpu::ShaderBinary* b = gpu::all_shaders(); b->name; ++b, ++kernels) {
+    const std::string name = b->name;
+    CAPTURE(name);
+    auto fp = gpu::shader_footprint(b->words, b->count, name.c_str(), {});
+    REQUIRE(fp.ok());
+    // Nothing any kernel declares is unknown to the check.
+    Status ok = gpu::check_capabilities(all, name.c_str(), fp->capabilities, fp->extensions);
+    CHECK_MESSAGE(ok.ok(), ok.to_string());
+    // Each feature a kernel uses refuses it when off, naming the feature; one it does not use is
+    // never asked for.
+    for (const Drop& d : drops) {
+      CAPTURE(d.feature);
+      gpu::Capabilities c = all;
+      d.off(c);
+      Status s = gpu::check_capabilities(c, name.c_str(), fp->capabilities, fp->extensions);
+      CHECK(s.ok() == !declares(*fp, d.cap));
+      if (!s.ok()) {
+        CHECK(s.code() == Code::unsupported);
+        CHECK(s.message().find(d.feature) != std::string::npos);
+      }
+    }
+    const bool matrix = name.find("_tile_cm") != std::string::npos && name.find("_emu") == std::string::npos;
+    const bool khr = name.find("_tile_ck") != std::string::npos;
+    if (matrix || khr) {
+      ++matrices;
+      // The cooperative-matrix modules declare the Vulkan memory model: refused without it (the
+      // context enables it where the device has it).
+      CHECK(declares(*fp, gpu::spv_cap::VulkanMemoryModel));
+      gpu::Capabilities c = all;
+      c.vulkan_memory_model = false;
+      CHECK(!gpu::check_capabilities(c, name.c_str(), fp->capabilities, fp->extensions).ok());
+      CHECK(declares(*fp, matrix ? gpu::spv_cap::CooperativeMatrixNV : gpu::spv_cap::CooperativeMatrixKHR));
+    }
+    if (name.find("_sg") != std::string::npos) CHECK(declares(*fp, gpu::spv_cap::GroupNonUniformClustered));
+    if (name.find("_sx") != std::string::npos) CHECK(declares(*fp, gpu::spv_cap::GroupNonUniformShuffle));
+    // Exactly the subgroup-lane layouts number their threads by lanes (full subgroups required).
+    const bool lane_layout = name.find("_sg") != std::string::npos || name.find("_sx") != std::string::npos ||
+                             name.find("_tile_c") != std::string::npos;
+    CHECK(fp->numbers_subgroup_lanes == lane_layout);
+    lanes += fp->numbers_subgroup_lanes;
+  }
+  CHECK(matrices >= 4);
+  CHECK(lanes >= 20);
+  MESSAGE(kernels << " kernels checked, " << matrices << " on cooperative matrices, " << lanes
+                  << " numbering subgroup lanes");
+  // An unknown capability or extension is refused, not waved through.
+  Status u = gpu::check_capabilities(all, "made_up", {gpu::spv_cap::Shader, gpu::spv_cap::StorageBuffer8BitAccess}, {});
+  CHECK(!u.ok());
+  CHECK(u.message().find("does not check") != std::string::npos);
+  u = gpu::check_capabilities(all, "made_up", {gpu::spv_cap::Shader}, {"SPV_KHR_made_up"});
+  CHECK(!u.ok());
+  CHECK(u.message().find("SPV_KHR_made_up") != std::string::npos);
 }
 
 TEST_CASE("the pipeline layer refuses a kernel beyond the limits, naming the limit") {

@@ -48,7 +48,11 @@ std::string Context::capabilities_summary() const {
   o << "device: " << c.device_name << " (" << c.type_name() << "), Vulkan " << c.api_string() << "\n"
     << (c.profile.empty() ? std::string() : "device profile: " + c.profile + " (the limits below are the intersection)\n")
     << "driver: " << c.driver_name << (c.driver_info.empty() ? "" : " " + c.driver_info) << "\n"
-    << "subgroup size: " << c.subgroup_size << (c.subgroup_arithmetic() ? " (arithmetic)" : "") << "\n"
+    << "subgroup size: " << c.subgroup_size << (c.subgroup_arithmetic() ? " (arithmetic)" : "")
+    << (c.min_subgroup_size ? ", " + std::to_string(c.min_subgroup_size) + " to " + std::to_string(c.max_subgroup_size)
+                            : std::string())
+    << (c.subgroup_size_control ? ", full subgroups of a required size" : ", no subgroup size control (no subgroup-lane kernels)")
+    << "\n"
     << "shared memory: " << c.max_shared_memory << " bytes, workgroup invocations: " << c.max_workgroup_invocations << "\n"
     << "storage buffers: " << c.max_storage_buffers_per_stage << " per stage, " << c.max_storage_buffers_per_set
     << " per set, range " << c.max_storage_buffer_range << " bytes; push constants: " << c.max_push_constants
@@ -61,7 +65,11 @@ std::string Context::capabilities_summary() const {
     << ", portability subset: " << (c.portability_subset ? "yes" : "no") << "\n"
     << "16-bit storage: " << (c.storage_16bit ? "yes" : "no") << ", float16: " << (c.shader_float16 ? "yes" : "no")
     << ", push descriptors: " << (c.push_descriptors ? "yes" : "no")
-    << ", cooperative matrices (NV, 16x16x16 fp16): " << (c.coopmat_nv ? "yes" : "no") << "\n"
+    << ", cooperative matrices (NV, 16x16x16 fp16): " << (c.coopmat_nv ? "yes" : "no")
+    << ", (KHR, fp16): " << (c.coopmat_khr() ? std::to_string(c.coopmat_khr_block) + "x" + std::to_string(c.coopmat_khr_block) +
+                                                  "x" + std::to_string(c.coopmat_khr_block)
+                                            : std::string("no"))
+    << ", Vulkan memory model: " << (c.vulkan_memory_model ? "yes" : "no") << "\n"
     << "timestamps: " << (c.timestamps ? "yes" : "no") << " (period " << c.timestamp_period_ns << " ns)\n"
     << "device-local memory: " << (c.device_local_bytes >> 20) << " MiB" << (c.unified_memory ? " (unified)" : "") << "\n"
     << "memory budget: " << (impl_->allocator().budget() >> 20) << " MiB";

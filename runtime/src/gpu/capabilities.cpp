@@ -1,6 +1,8 @@
 #include "gpu/capabilities.hpp"
+#include "gpu/vk_khr_coopmat.hpp"
 #include "gpu/vk_loader.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -97,7 +99,46 @@ bool probe_coopmat_nv(VkInstance instance, VkPhysicalDevice phys) {
       return true;
   return false;
 }
+// The side of the square subgroup-scope VK_KHR_cooperative_matrix shape of fp16 A/B and fp32 C and
+// result that the attention tile's *_tile_ck kernels can use: 16 where listed, else 8, else 0.
+uint32_t probe_coopmat_khr(VkInstance instance, VkPhysicalDevice phys) {
+  if (!device_has_extension(phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return 0;
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats.pNext = &f;
+  vkGetPhysicalDeviceFeatures2(phys, &feats);
+  VkPhysicalDeviceCooperativeMatrixPropertiesKHR cp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &cp;
+  vkGetPhysicalDeviceProperties2(phys, &props);
+  if (!f.cooperativeMatrix || !(cp.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return 0;
+  auto list = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)vkGetInstanceProcAddr(
+      instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+  if (!list) return 0;
+  uint32_t n = 0;
+  if (list(phys, &n, nullptr) != VK_SUCCESS || n == 0) return 0;
+  std::vector<VkCooperativeMatrixPropertiesKHR> shapes(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+  if (list(phys, &n, shapes.data()) != VK_SUCCESS) return 0;
+  uint32_t best = 0;
+  for (const auto& m : shapes)
+    if (m.MSize == m.NSize && m.NSize == m.KSize && (m.MSize == 16 || m.MSize == 8) &&
+        m.AType == VK_COMPONENT_TYPE_FLOAT16_NV && m.BType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        m.CType == VK_COMPONENT_TYPE_FLOAT32_NV && m.ResultType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        !m.saturatingAccumulation && m.scope == VK_SCOPE_SUBGROUP_NV)
+      best = std::max(best, m.MSize);
+  return best;
+}
 }  // namespace
+
+uint32_t subgroup_layout_size(const Capabilities& c, uint32_t workgroup) {
+  if (!c.subgroup_size_control || workgroup == 0) return 0;
+  const uint32_t lo = c.min_subgroup_size ? c.min_subgroup_size : c.subgroup_size;
+  const uint32_t hi = c.max_subgroup_size ? c.max_subgroup_size : c.subgroup_size;
+  const uint32_t size = std::clamp(c.subgroup_size, lo, std::max(lo, hi));
+  if (size == 0 || (size & (size - 1)) != 0 || workgroup % size != 0) return 0;
+  if (c.max_workgroup_subgroups != 0 && workgroup / size > c.max_workgroup_subgroups) return 0;
+  return size;
+}
 
 Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family) {
   Capabilities c;
@@ -127,6 +168,23 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
 
   c.subgroup_size = subgroup.subgroupSize ? subgroup.subgroupSize : 1;
   if (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) c.subgroup_ops = subgroup.supportedOperations;
+  // Subgroup size control through the extension (the instance asks for Vulkan 1.1, so the 1.3 core
+  // feature is reached through it too).
+  if (device_has_extension(phys, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME)) {
+    VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &sp;
+    vkGetPhysicalDeviceProperties2(phys, &p2);
+    VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+    VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    f2.pNext = &sf;
+    vkGetPhysicalDeviceFeatures2(phys, &f2);
+    c.min_subgroup_size = sp.minSubgroupSize;
+    c.max_subgroup_size = sp.maxSubgroupSize;
+    c.max_workgroup_subgroups = sp.maxComputeWorkgroupSubgroups;
+    c.subgroup_size_control = sf.subgroupSizeControl && sf.computeFullSubgroups &&
+                              (sp.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+  }
 
   const VkPhysicalDeviceLimits& l = p.limits;
   c.max_shared_memory = l.maxComputeSharedMemorySize;
@@ -159,7 +217,18 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
   c.shader_int64 = feats.features.shaderInt64;
   c.portability_subset = device_has_extension(phys, "VK_KHR_portability_subset");
   c.push_descriptors = device_has_extension(phys, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-  c.coopmat_nv = c.shader_float16 && probe_coopmat_nv(instance, phys);
+  if (device_has_extension(phys, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME)) {
+    VkPhysicalDeviceVulkanMemoryModelFeaturesKHR mm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR};
+    VkPhysicalDeviceFeatures2 mf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    mf.pNext = &mm;
+    vkGetPhysicalDeviceFeatures2(phys, &mf);
+    c.vulkan_memory_model = mm.vulkanMemoryModel == VK_TRUE;
+    c.vulkan_memory_model_device_scope = c.vulkan_memory_model && mm.vulkanMemoryModelDeviceScope == VK_TRUE;
+  }
+  // The matrix kernels' SPIR-V declares the Vulkan memory model (glslang emits it with either
+  // extension), so neither counts without it.
+  c.coopmat_nv = c.shader_float16 && c.vulkan_memory_model && probe_coopmat_nv(instance, phys);
+  c.coopmat_khr_block = c.shader_float16 && c.vulkan_memory_model ? probe_coopmat_khr(instance, phys) : 0;
   if (device_has_extension(phys, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};

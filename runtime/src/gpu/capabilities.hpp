@@ -26,9 +26,18 @@ struct Capabilities {
   VkPhysicalDeviceType device_type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   std::string device_name, driver_name, driver_info;
 
-  uint32_t subgroup_size = 1;
+  uint32_t subgroup_size = 1;               // the default (VkPhysicalDeviceSubgroupProperties)
   VkSubgroupFeatureFlags subgroup_ops = 0;  // in compute shaders
   bool subgroup_arithmetic() const { return (subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0; }
+  // Subgroup size control (VK_EXT_subgroup_size_control, core in 1.3): the sizes a compute shader
+  // may run at (Intel: 8 to 32, AMD: 32 or 64, NVIDIA and lavapipe: one size) and whether a compute
+  // pipeline can be created with full subgroups of a required size (subgroupSizeControl,
+  // computeFullSubgroups and compute among requiredSubgroupSizeStages; enabled by the context).
+  // Kernels that number their threads by subgroup lanes run only with it (gpu::subgroup_layout_size):
+  // without, a driver may run a shader narrower than subgroup_size, or with subgroups part full.
+  uint32_t min_subgroup_size = 0, max_subgroup_size = 0;  // 0: not reported (taken as subgroup_size)
+  uint32_t max_workgroup_subgroups = 0;                   // maxComputeWorkgroupSubgroups
+  bool subgroup_size_control = false;
 
   uint32_t max_shared_memory = 16384;        // maxComputeSharedMemorySize
   uint32_t max_workgroup_invocations = 128;  // maxComputeWorkGroupInvocations
@@ -58,6 +67,16 @@ struct Capabilities {
   // VK_NV_cooperative_matrix in compute shaders with a subgroup-scope 16 x 16 x 16 shape of fp16
   // A/B and fp32 C/D (what the attention tile's *_tile_cm kernels use), and shaderFloat16.
   bool coopmat_nv = false;
+  // VK_KHR_cooperative_matrix in compute with a square subgroup-scope shape of fp16 A/B and fp32
+  // C/result (the *_tile_ck kernels): coopmat_khr_block is its side, 16 where the device lists
+  // 16 x 16 x 16 (GPUs), else 8 where it lists 8 x 8 x 8 (lavapipe), else 0. Needs the Vulkan memory
+  // model (the SPIR-V of GL_KHR_cooperative_matrix declares it) and shaderFloat16.
+  uint32_t coopmat_khr_block = 0;
+  bool coopmat_khr() const { return coopmat_khr_block != 0; }
+  // The Vulkan memory model (VK_KHR_vulkan_memory_model's vulkanMemoryModel, core in 1.2), enabled
+  // by the context where present: modules compiled with cooperative matrices declare it.
+  bool vulkan_memory_model = false;
+  bool vulkan_memory_model_device_scope = false;
   // VK_KHR_pipeline_executable_properties with its pipelineExecutableInfo feature: per-pipeline
   // driver statistics (gpu/pipeline_stats.hpp), enabled only on request.
   bool pipeline_executable_info = false;
@@ -88,6 +107,15 @@ struct Capabilities {
 // an H100), so results come back through a small host-cached buffer instead. Pure: tested on
 // faked structs.
 bool choose_unified_memory(const Capabilities& c);
+
+// The subgroup size at which a kernel that numbers its threads by subgroup lanes (gl_SubgroupID *
+// gl_SubgroupSize + gl_SubgroupInvocationID: the attention kernels' *_sg, *_sx and matrix layouts)
+// runs a workgroup of `workgroup` threads as whole, full subgroups: the pipeline is then created
+// with VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT and this required size (the
+// pipeline layer does so for every such kernel). The device's default size, within its
+// [min, max]; 0 where the device cannot require a size in compute, or the workgroup is not whole
+// subgroups of it (or more than maxComputeWorkgroupSubgroups of them). Pure: tested on faked structs.
+uint32_t subgroup_layout_size(const Capabilities& c, uint32_t workgroup);
 
 // Fills the struct from a physical device (queries only; creates nothing).
 Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family);

@@ -12,6 +12,7 @@
 #include "gpu/memory.hpp"
 #include "gpu/pipeline.hpp"
 #include "gpu/vk_check.hpp"
+#include "gpu/vk_khr_coopmat.hpp"
 #include "gpu/vk_loader.hpp"
 
 namespace rfa::gpu {
@@ -265,21 +266,49 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     f16.pNext = &f16arith;
     exts.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   }
-  // Cooperative matrices for the attention tile's *_tile_cm kernels (KernelOptions::attention_coopmat).
+  // The optional structs below are linked in front of feats.pNext, each where its feature is used.
+  auto chain = [&feats](auto& s) {
+    s.pNext = feats.pNext;
+    feats.pNext = &s;
+  };
+  // Full subgroups of a required size for the kernels that number their threads by subgroup lanes
+  // (gpu::subgroup_layout_size; the pipeline layer asks for them when it creates such a kernel).
+  VkPhysicalDeviceSubgroupSizeControlFeaturesEXT sizes{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES_EXT};
+  if (caps.subgroup_size_control) {
+    sizes.subgroupSizeControl = VK_TRUE;
+    sizes.computeFullSubgroups = VK_TRUE;
+    chain(sizes);
+    exts.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  }
+  // The Vulkan memory model: the cooperative-matrix kernels' SPIR-V declares it (VulkanMemoryModel),
+  // and a pipeline that declares a capability whose feature is off is invalid usage.
+  VkPhysicalDeviceVulkanMemoryModelFeaturesKHR memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES_KHR};
+  if (caps.vulkan_memory_model) {
+    memory_model.vulkanMemoryModel = VK_TRUE;
+    memory_model.vulkanMemoryModelDeviceScope = caps.vulkan_memory_model_device_scope ? VK_TRUE : VK_FALSE;
+    chain(memory_model);
+    exts.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+  }
+  // Cooperative matrices for the attention tile's *_tile_cm (NV) and *_tile_ck (KHR) kernels
+  // (KernelOptions::attention_coopmat).
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coopmat{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   if (caps.coopmat_nv) {
     coopmat.cooperativeMatrix = VK_TRUE;
-    f16arith.pNext = &coopmat;
+    chain(coopmat);
     exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
   }
-  // Driver statistics per pipeline, only when asked (rfa-bench attention --stats): put at the
-  // head of the chain so the optional structs above keep their links.
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat_khr{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  if (caps.coopmat_khr()) {
+    coopmat_khr.cooperativeMatrix = VK_TRUE;
+    chain(coopmat_khr);
+    exts.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  // Driver statistics per pipeline, only when asked (rfa-bench attention --stats).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexec{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
   if (caps.pipeline_executable_info && options.capture_pipeline_statistics) {
     pexec.pipelineExecutableInfo = VK_TRUE;
-    pexec.pNext = feats.pNext;
-    feats.pNext = &pexec;
+    chain(pexec);
     exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   }
 
@@ -326,6 +355,9 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
   ctx->caps_.shader_float64 = false;  // likewise
   ctx->caps_.shader_float16 = false;  // likewise
   ctx->caps_.coopmat_nv = false;      // likewise
+  ctx->caps_.coopmat_khr_block = 0;   // likewise
+  ctx->caps_.vulkan_memory_model = ctx->caps_.vulkan_memory_model_device_scope = false;  // likewise
+  ctx->caps_.subgroup_size_control = false;  // likewise: the subgroup-lane kernels are not chosen
   ctx->caps_.pipeline_executable_info = false;  // likewise
   RFA_TRY(apply_options_limits(ctx->caps_, options));
   RFA_TRY(ctx->init_common(options));

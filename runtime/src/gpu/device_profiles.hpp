@@ -40,6 +40,13 @@ struct DeviceProfile {
   bool push_descriptors;  // VK_KHR_push_descriptor
   bool coopmat_nv;        // VK_NV_cooperative_matrix
   bool portability_subset;  // the device is a portability-subset implementation (MoltenVK)
+  // Subgroup size control: subgroupSizeControl and computeFullSubgroups with compute among
+  // requiredSubgroupSizeStages, and the [min, max] subgroup sizes (0, 0: the profile lists none) and
+  // maxComputeWorkgroupSubgroups (0: none listed).
+  bool subgroup_size_control;
+  uint32_t min_subgroup_size, max_subgroup_size, max_workgroup_subgroups;
+  bool vulkan_memory_model;  // vulkanMemoryModel
+  bool coopmat_khr;          // VK_KHR_cooperative_matrix
 };
 
 // Every profile, in the order `rfa-run --device-profile list` prints them.
@@ -50,7 +57,8 @@ const DeviceProfile* find_device_profile(const std::string& name);
 std::string device_profile_list();
 // The intersection, in place: c becomes what a device with both c's and p's limits allows.
 // The subgroup size stays the real device's: it is how the hardware runs the shader, not a limit
-// a kernel can be held to (docs/device-profiles.md).
+// a kernel can be held to (docs/device-profiles.md). The sizes a pipeline may require are the
+// ranges' intersection: where it is empty, or the real size lies outside it, no size can be required.
 void apply_device_profile(Capabilities& c, const DeviceProfile& p);
 
 }  // namespace rfa::gpu

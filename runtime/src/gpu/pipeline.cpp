@@ -26,34 +26,70 @@ Status check_bindings(const Capabilities& c, const char* shader, uint32_t bindin
   return Status::Ok();
 }
 
-Status check_capabilities(const Capabilities& c, const char* shader, const std::vector<uint32_t>& capabilities) {
-  auto refuse = [&](const std::string& what, const char* limit) {
+namespace {
+// The device feature a SPIR-V capability needs, or nullptr when the device has it (a capability
+// every Vulkan 1.1 compute device has, or an optional one this device has enabled). `known` is
+// false for a capability this table does not list: refused too, so that a kernel built with a new
+// extension cannot reach a driver that was never asked to enable what it declares (the
+// VulkanMemoryModel that glslang adds to every cooperative-matrix module went unchecked before).
+const char* missing_feature(const Capabilities& c, uint32_t cap, bool& known) {
+  known = true;
+  auto ops = [&](VkSubgroupFeatureFlags bit, const char* name) { return (c.subgroup_ops & bit) ? nullptr : name; };
+  switch (cap) {
+    case spv_cap::Matrix: case spv_cap::Shader: return nullptr;  // every Vulkan device
+    case spv_cap::Float16: return c.shader_float16 ? nullptr : "shaderFloat16";
+    case spv_cap::Float64: return c.shader_float64 ? nullptr : "shaderFloat64";
+    case spv_cap::Int64: return c.shader_int64 ? nullptr : "shaderInt64";
+    case spv_cap::StorageBuffer16BitAccess: return c.storage_16bit ? nullptr : "storageBuffer16BitAccess";
+    case spv_cap::GroupNonUniform: return ops(VK_SUBGROUP_FEATURE_BASIC_BIT, "subgroup basic operations");
+    case spv_cap::GroupNonUniformVote: return ops(VK_SUBGROUP_FEATURE_VOTE_BIT, "subgroup vote");
+    case spv_cap::GroupNonUniformArithmetic: return ops(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "subgroup arithmetic");
+    case spv_cap::GroupNonUniformBallot: return ops(VK_SUBGROUP_FEATURE_BALLOT_BIT, "subgroup ballot");
+    case spv_cap::GroupNonUniformShuffle: return ops(VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "subgroup shuffle");
+    case spv_cap::GroupNonUniformShuffleRelative:
+      return ops(VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT, "subgroup relative shuffle");
+    case spv_cap::GroupNonUniformClustered: return ops(VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "subgroup clustered operations");
+    case spv_cap::GroupNonUniformQuad: return ops(VK_SUBGROUP_FEATURE_QUAD_BIT, "subgroup quad operations");
+    case spv_cap::VulkanMemoryModel: return c.vulkan_memory_model ? nullptr : "vulkanMemoryModel";
+    case spv_cap::VulkanMemoryModelDeviceScope:
+      return c.vulkan_memory_model_device_scope ? nullptr : "vulkanMemoryModelDeviceScope";
+    case spv_cap::CooperativeMatrixNV: return c.coopmat_nv ? nullptr : "VK_NV_cooperative_matrix";
+    case spv_cap::CooperativeMatrixKHR: return c.coopmat_khr() ? nullptr : "VK_KHR_cooperative_matrix";
+    default: known = false; return nullptr;
+  }
+}
+
+// Likewise for an OpExtension: the device extension (or feature) it needs.
+const char* missing_extension(const Capabilities& c, const std::string& e, bool& known) {
+  known = true;
+  if (e == "SPV_KHR_storage_buffer_storage_class") return nullptr;  // core in Vulkan 1.1
+  if (e == "SPV_KHR_16bit_storage") return c.storage_16bit ? nullptr : "VK_KHR_16bit_storage";
+  if (e == "SPV_KHR_vulkan_memory_model") return c.vulkan_memory_model ? nullptr : "VK_KHR_vulkan_memory_model";
+  if (e == "SPV_NV_cooperative_matrix") return c.coopmat_nv ? nullptr : "VK_NV_cooperative_matrix";
+  if (e == "SPV_KHR_cooperative_matrix") return c.coopmat_khr() ? nullptr : "VK_KHR_cooperative_matrix";
+  known = false;
+  return nullptr;
+}
+}  // namespace
+
+Status check_capabilities(const Capabilities& c, const char* shader, const std::vector<uint32_t>& capabilities,
+                          const std::vector<std::string>& extensions) {
+  auto refuse = [&](const std::string& what, const std::string& limit) {
     return Status(Code::unsupported, std::string("shader ") + shader + " " + what + " (" + limit + profile_note(c) + ")");
   };
   for (uint32_t cap : capabilities) {
-    const char* missing = nullptr;
-    switch (cap) {
-      case spv_cap::Float16: if (!c.shader_float16) missing = "shaderFloat16"; break;
-      case spv_cap::Float64: if (!c.shader_float64) missing = "shaderFloat64"; break;
-      case spv_cap::Int64: if (!c.shader_int64) missing = "shaderInt64"; break;
-      case spv_cap::StorageBuffer16BitAccess: if (!c.storage_16bit) missing = "storageBuffer16BitAccess"; break;
-      case spv_cap::CooperativeMatrixNV: if (!c.coopmat_nv) missing = "VK_NV_cooperative_matrix"; break;
-      case spv_cap::GroupNonUniformVote: if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_VOTE_BIT)) missing = "subgroup vote"; break;
-      case spv_cap::GroupNonUniformArithmetic:
-        if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT)) missing = "subgroup arithmetic";
-        break;
-      case spv_cap::GroupNonUniformBallot: if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_BALLOT_BIT)) missing = "subgroup ballot"; break;
-      case spv_cap::GroupNonUniformShuffle: if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) missing = "subgroup shuffle"; break;
-      case spv_cap::GroupNonUniformShuffleRelative:
-        if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT)) missing = "subgroup relative shuffle";
-        break;
-      case spv_cap::GroupNonUniformClustered:
-        if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_CLUSTERED_BIT)) missing = "subgroup clustered operations";
-        break;
-      case spv_cap::GroupNonUniformQuad: if (!(c.subgroup_ops & VK_SUBGROUP_FEATURE_QUAD_BIT)) missing = "subgroup quad operations"; break;
-      default: break;
-    }
-    if (missing) return refuse(std::string("uses ") + missing + ", which the device lacks", missing);
+    bool known = true;
+    if (const char* missing = missing_feature(c, cap, known))
+      return refuse(std::string("uses ") + missing + ", which the device lacks or the context did not enable", missing);
+    if (!known)
+      return refuse("declares SPIR-V capability " + std::to_string(cap) + ", which the runtime does not check",
+                    "gpu/pipeline.cpp missing_feature");
+  }
+  for (const std::string& e : extensions) {
+    bool known = true;
+    if (const char* missing = missing_extension(c, e, known))
+      return refuse("uses " + e + ", which needs " + missing + " (absent or not enabled)", missing);
+    if (!known) return refuse("uses SPIR-V extension " + e + ", which the runtime does not check", "gpu/pipeline.cpp");
   }
   return Status::Ok();
 }
@@ -75,7 +111,14 @@ Status check_footprint(const Capabilities& c, const char* shader, const ShaderFo
     return refuse("needs " + std::to_string(f.shared_bytes) + " bytes of shared memory; the device allows " +
                       std::to_string(c.max_shared_memory),
                   "maxComputeSharedMemorySize");
-  return check_capabilities(c, shader, f.capabilities);
+  if (f.numbers_subgroup_lanes && subgroup_layout_size(c, f.invocations()) == 0)
+    return refuse("numbers its threads by subgroup lanes, and the device cannot run its " +
+                      std::to_string(f.invocations()) +
+                      "-thread workgroup as full subgroups of a required size (subgroup size " +
+                      std::to_string(c.subgroup_size) + ", " + std::to_string(c.min_subgroup_size) + " to " +
+                      std::to_string(c.max_subgroup_size) + ")",
+                  "subgroupSizeControl, computeFullSubgroups, requiredSubgroupSizeStages");
+  return check_capabilities(c, shader, f.capabilities, f.extensions);
 }
 
 uint32_t most_storage_buffers() {
@@ -130,7 +173,7 @@ Status check_shader_interface(const Capabilities& c, const char* shader) {
   // and are checked when the pipeline is created).
   auto fp = shader_footprint(bin->words, bin->count, shader, {});
   if (!fp) return fp.status();
-  return check_capabilities(c, shader, fp->capabilities);
+  return check_capabilities(c, shader, fp->capabilities, fp->extensions);
 }
 
 PipelineCache::PipelineCache(Context& ctx) : ctx_(ctx) {
@@ -215,11 +258,13 @@ Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t pu
   RFA_TRY(packed ? check_packed_bindings(ctx_.caps(), shader) : check_bindings(ctx_.caps(), shader, bindings));
   // The specialized kernel against the device's limits: a chooser that picked a tile or workgroup
   // the (profile-intersected) limits do not allow fails here, loudly, before the driver sees it.
+  uint32_t lane_size = 0;  // the required subgroup size of a kernel that numbers subgroup lanes
   {
     const ShaderBinary* bin = packed ? packed : find_shader(shader);
     auto fp = shader_footprint(bin->words, bin->count, shader, spec.values());
     if (!fp) return fp.status();
     RFA_TRY(check_footprint(ctx_.caps(), shader, *fp));
+    if (fp->numbers_subgroup_lanes) lane_size = subgroup_layout_size(ctx_.caps(), fp->invocations());
   }
   VkDevice dev = ctx_.device();
 
@@ -266,6 +311,16 @@ Result<const Pipeline*> PipelineCache::get_sized(const char* shader, uint32_t pu
 
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  // A kernel that numbers its threads by subgroup lanes runs as full subgroups of the size its
+  // layout was chosen for (check_footprint refused it above where the device cannot).
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT required{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT};
+  if (lane_size != 0) {
+    required.requiredSubgroupSize = lane_size;
+    ci.stage.pNext = &required;
+    ci.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+  }
+  p->subgroup_size = lane_size;
   ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   ci.stage.module = module;
   ci.stage.pName = "main";

@@ -35,7 +35,10 @@ struct Capabilities;
 // or feature. Public so a session can check the kernels it will use when it is created.
 Status check_bindings(const Capabilities& c, const char* shader, uint32_t bindings);
 Status check_footprint(const Capabilities& c, const char* shader, const ShaderFootprint& f);
-Status check_capabilities(const Capabilities& c, const char* shader, const std::vector<uint32_t>& capabilities);
+// Every OpCapability and OpExtension of a module against what the context enabled; one the runtime
+// does not know is refused too.
+Status check_capabilities(const Capabilities& c, const char* shader, const std::vector<uint32_t>& capabilities,
+                          const std::vector<std::string>& extensions = {});
 std::string profile_note(const Capabilities& c);  // ", device profile NAME" or ""
 // The checks that do not depend on specialization (bindings, push constant bytes, SPIR-V
 // capabilities), for a shader by
@@ -93,6 +96,9 @@ struct Pipeline {
   bool push_descriptors = false;
   std::vector<uint32_t> spec;  // the specialization values it was built with (constant_id i = spec[i])
   bool statistics = false;     // created with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR
+  // A kernel that numbers its threads by subgroup lanes: created with full subgroups of this
+  // required size (gpu::subgroup_layout_size); 0 for every other kernel.
+  uint32_t subgroup_size = 0;
 };
 
 // A built pipeline and the push-constant struct its dispatches pass: PipelineCache::get<Push>

@@ -23,6 +23,9 @@ constexpr uint32_t kOpCapability = 17, kOpExecutionMode = 16, kOpExecutionModeId
                    kOpSpecConstantComposite = 51, kOpSpecConstantOp = 52;
 constexpr uint32_t kDecorationArrayStride = 6, kDecorationBinding = 33, kDecorationOffset = 35, kDecorationSpecId = 1,
                    kDecorationBuiltIn = 11, kBuiltInWorkgroupSize = 25;
+// The built-ins by which a shader numbers its threads by subgroup lanes (ShaderFootprint).
+constexpr uint32_t kBuiltInNumSubgroups = 38, kBuiltInSubgroupId = 40, kBuiltInSubgroupLocalInvocationId = 41;
+constexpr uint32_t kOpExtension = 10;
 constexpr uint32_t kStoragePushConstant = 9, kStorageWorkgroup = 4;
 constexpr uint32_t kModeLocalSize = 17, kModeLocalSizeId = 38;
 
@@ -38,6 +41,8 @@ struct Module {
   std::map<uint32_t, uint32_t> spec_id;              // result id -> SpecId
   std::vector<uint32_t> workgroup_pointer_types;     // OpTypePointer of each Workgroup variable
   std::vector<uint32_t> capabilities;
+  std::vector<std::string> extensions;
+  bool lane_builtins = false;      // SubgroupId, SubgroupLocalInvocationId or NumSubgroups declared
   uint32_t workgroup_size_id = 0;  // the constant decorated BuiltIn WorkgroupSize (overrides the mode)
   uint32_t local_size[3] = {1, 1, 1};
   uint32_t local_size_id[3] = {0, 0, 0};
@@ -53,6 +58,20 @@ Status parse(const uint32_t* w, size_t count, const char* name, Module& m) {
     const uint32_t* ins = w + i;
     if (op == kOpCapability && len >= 2) {
       m.capabilities.push_back(ins[1]);
+    } else if (op == kOpExtension && len >= 2) {
+      // A nul-terminated literal string packed little-endian into the remaining words.
+      std::string e;
+      for (uint32_t k = 1; k < len; ++k)
+        for (int b = 0; b < 4; ++b) {
+          const char c = (char)((ins[k] >> (8 * b)) & 0xff);
+          if (c == 0) k = len, b = 4;
+          else e += c;
+        }
+      m.extensions.push_back(e);
+    } else if (op == kOpDecorate && len >= 4 && ins[2] == kDecorationBuiltIn &&
+               (ins[3] == kBuiltInSubgroupId || ins[3] == kBuiltInSubgroupLocalInvocationId ||
+                ins[3] == kBuiltInNumSubgroups)) {
+      m.lane_builtins = true;
     } else if (op == kOpExecutionMode && len >= 6 && ins[2] == kModeLocalSize) {
       for (int k = 0; k < 3; ++k) m.local_size[k] = ins[3 + k];
     } else if (op == kOpExecutionModeId && len >= 6 && ins[2] == kModeLocalSizeId) {
@@ -263,6 +282,8 @@ Result<ShaderFootprint> shader_footprint(const uint32_t* words, size_t count, co
   Evaluator ev{m, spec, name};
   ShaderFootprint out;
   out.capabilities = m.capabilities;
+  out.extensions = m.extensions;
+  out.numbers_subgroup_lanes = m.lane_builtins;
   for (int k = 0; k < 3; ++k) out.local_size[k] = m.local_size[k];
   for (int k = 0; k < 3; ++k) {
     if (!m.local_size_id[k]) continue;

@@ -30,6 +30,11 @@ struct ShaderFootprint {
   uint32_t local_size[3] = {1, 1, 1};
   uint64_t shared_bytes = 0;           // every Workgroup variable, arrays at their specialized length
   std::vector<uint32_t> capabilities;  // OpCapability operands (SPIR-V enumerants)
+  std::vector<std::string> extensions; // OpExtension names ("SPV_KHR_vulkan_memory_model", ...)
+  // The shader declares SubgroupId, SubgroupLocalInvocationId or NumSubgroups: it numbers its
+  // threads by subgroup lanes, so it must run as whole, full subgroups of a known size
+  // (gpu::subgroup_layout_size; the pipeline layer creates it so, or refuses it).
+  bool numbers_subgroup_lanes = false;
   uint32_t invocations() const { return local_size[0] * local_size[1] * local_size[2]; }
 };
 
@@ -41,10 +46,13 @@ Result<ShaderFootprint> shader_footprint(const uint32_t* words, size_t count, co
 
 // SPIR-V capability enumerants the limit checks read (SPIR-V 1.6 unified, "Capability").
 namespace spv_cap {
-constexpr uint32_t Float16 = 9, Float64 = 10, Int64 = 11, Int16 = 22, StorageBuffer16BitAccess = 4433,
+constexpr uint32_t Matrix = 0, Shader = 1, Float16 = 9, Float64 = 10, Int64 = 11, Int16 = 22, Int8 = 39,
+                   StorageBuffer16BitAccess = 4433, UniformAndStorageBuffer16BitAccess = 4434,
+                   StoragePushConstant16 = 4435, StorageBuffer8BitAccess = 4448,
                    GroupNonUniform = 61, GroupNonUniformVote = 62, GroupNonUniformArithmetic = 63,
                    GroupNonUniformBallot = 64, GroupNonUniformShuffle = 65, GroupNonUniformShuffleRelative = 66,
-                   GroupNonUniformClustered = 67, GroupNonUniformQuad = 68, CooperativeMatrixNV = 5357;
+                   GroupNonUniformClustered = 67, GroupNonUniformQuad = 68, VulkanMemoryModel = 5345,
+                   VulkanMemoryModelDeviceScope = 5346, CooperativeMatrixNV = 5357, CooperativeMatrixKHR = 6022;
 }
 
 }  // namespace rfa::gpu

@@ -202,7 +202,9 @@ bool subgroup_shuffles(const gpu::Capabilities& caps) {
 
 int row_subgroup_reduce(const gpu::Capabilities& caps, uint32_t wg, uint32_t s) {
   s = std::max<uint32_t>(s, 1);
-  if ((s & (s - 1)) != 0 || caps.subgroup_size < s || wg % caps.subgroup_size != 0) return 0;
+  // The row group's S lanes in one subgroup: full subgroups of a required size of at least S.
+  const uint32_t lanes = gpu::subgroup_layout_size(caps, wg);
+  if ((s & (s - 1)) != 0 || lanes < s) return 0;
   const VkSubgroupFeatureFlags clustered =
       VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
   if ((caps.subgroup_ops & clustered) == clustered) return 1;
@@ -236,7 +238,8 @@ namespace {
 bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, bool coopmat, AttentionTiling& t) {
   const uint32_t s = tile_threads_per_group(dim);
   const uint32_t wg = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s), nr = wg / s;
-  if (coopmat && (caps.subgroup_size == 0 || wg % caps.subgroup_size != 0)) return false;
+  const uint32_t lanes = gpu::subgroup_layout_size(caps, wg);  // full subgroups of a required size
+  if (coopmat && lanes < 4) return false;  // (the emulated matrices: 256 elements over at most 64 per lane)
   const uint32_t min_bk = coopmat ? 16 : std::max<uint32_t>(s, 4);
   int reduce = row_subgroup_reduce(caps, wg, s);
   // The cooperative-matrix kernels take the row statistics by shuffles (RFA_ROW_SG=2) only.
@@ -261,7 +264,7 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   const bool two = fit(true, bq, bk);
   // The matrices' subgroups each keep one 16-row block's Q fragments: a whole number of subgroups
   // per row block.
-  if (coopmat && two && (wg / caps.subgroup_size) % (bq / 16) != 0) return false;
+  if (coopmat && two && (wg / lanes) % (bq / 16) != 0) return false;
   // One buffer (a barrier more a tile) only where it gives a larger tile or two do not fit.
   const bool one = !coopmat && fit(false, bq1, bk1) && (!two || bq1 * bk1 > bq * bk);
   if (!two && !one) return false;
