@@ -8,14 +8,22 @@
 # One shader: `comp` compiled (includes from `include_dir`) to ${out_dir}/<name>.spv, validated, and
 # written as the C array spv_<name> in <name>.spv.h, which it appends to `headers` and the
 # registry's include and entry lists of the caller.
+# Kernels whose GLSL extensions Debian 12's glslang 12 refuses (GL_KHR_cooperative_matrix) are built
+# with GLSLANG_NEXT and SPIRV_VAL_NEXT (glslang 15 and its spirv-val, from Debian 13: scripts/newer-driver.sh).
 macro(rfa_compile_shader name comp include_dir)
   set(spv ${out_dir}/${name}.spv)
   set(hdr ${out_dir}/${name}.spv.h)
+  set(_glslang ${GLSLANG_VALIDATOR})
+  set(_spirv_val ${SPIRV_VAL})
+  if(${name} IN_LIST next_kernels)
+    set(_glslang ${GLSLANG_NEXT})
+    set(_spirv_val ${SPIRV_VAL_NEXT})
+  endif()
   add_custom_command(
     OUTPUT ${hdr}
-    COMMAND ${GLSLANG_VALIDATOR} --quiet --target-env vulkan1.1 -I${include_dir} -o ${spv} ${comp}
-    COMMAND ${SPIRV_VAL} --target-env vulkan1.1 ${spv}
-    COMMAND ${GLSLANG_VALIDATOR} --quiet --target-env vulkan1.1 -I${include_dir} --vn spv_${name} -o ${hdr} ${comp}
+    COMMAND ${_glslang} --quiet --target-env vulkan1.1 -I${include_dir} -o ${spv} ${comp}
+    COMMAND ${_spirv_val} --target-env vulkan1.1 ${spv}
+    COMMAND ${_glslang} --quiet --target-env vulkan1.1 -I${include_dir} --vn spv_${name} -o ${hdr} ${comp}
     DEPENDS ${ARGN}
     COMMENT "GLSL -> SPIR-V ${name}"
     VERBATIM)
@@ -25,10 +33,22 @@ macro(rfa_compile_shader name comp include_dir)
 endmacro()
 
 # One line of shaders/variants.cmake: rfa_shader_variant(<kernel> <body> [NAME[=VALUE]...]
-# [EXTENSIONS ext...]) writes ${variant_dir}/<kernel>.comp (only when its text changes, so that
-# nothing is rebuilt needlessly) and appends it to `variant_comps` of the caller.
+# [TOOLS next] [EXTENSIONS ext...]) writes ${variant_dir}/<kernel>.comp (only when its text changes,
+# so that nothing is rebuilt needlessly) and appends it to `variant_comps` of the caller. TOOLS next:
+# compiled with GLSLANG_NEXT (its packed copy too), and left out of a build without it.
 macro(rfa_shader_variant kernel body)
-  cmake_parse_arguments(_rv "" "" "EXTENSIONS" ${ARGN})
+  cmake_parse_arguments(_rv "" "TOOLS" "EXTENSIONS" ${ARGN})
+  set(_rv_skip OFF)
+  if(_rv_TOOLS STREQUAL "next")
+    if(GLSLANG_NEXT)
+      list(APPEND next_kernels ${kernel} ${kernel}_packed)
+    else()
+      list(APPEND skipped_variants ${kernel})
+      set(_rv_skip ON)
+    endif()
+  elseif(_rv_TOOLS)
+    message(FATAL_ERROR "shaders/variants.cmake: ${kernel}: TOOLS ${_rv_TOOLS} (known: next)")
+  endif()
   if(EXISTS ${shader_dir}/${kernel}.comp)
     message(FATAL_ERROR "shaders/${kernel}.comp and the variant ${kernel} of shaders/variants.cmake: "
                         "a kernel is one or the other")
@@ -51,8 +71,10 @@ macro(rfa_shader_variant kernel body)
     endif()
   endforeach()
   string(APPEND _rv_text "#include \"${body}\"\n")
-  file(CONFIGURE OUTPUT ${variant_dir}/${kernel}.comp CONTENT "${_rv_text}" @ONLY)
-  list(APPEND variant_comps ${variant_dir}/${kernel}.comp)
+  if(NOT _rv_skip)
+    file(CONFIGURE OUTPUT ${variant_dir}/${kernel}.comp CONTENT "${_rv_text}" @ONLY)
+    list(APPEND variant_comps ${variant_dir}/${kernel}.comp)
+  endif()
 endmacro()
 
 function(rfa_add_shaders target shader_dir)
@@ -63,7 +85,12 @@ function(rfa_add_shaders target shader_dir)
   file(MAKE_DIRECTORY ${out_dir} ${variant_dir})
   # The generated wrappers (shaders/variants.cmake, which CMake re-reads when it changes).
   set(variant_comps "")
+  set(next_kernels "")
+  set(skipped_variants "")
   include(${shader_dir}/variants.cmake)
+  if(skipped_variants)
+    message(STATUS "shaders: no glslang 15 (GLSLANG_NEXT; scripts/install-deps.sh mesa26): not built: ${skipped_variants}")
+  endif()
   # A wrapper whose line was removed from the list goes too, so that nothing compiles it.
   file(GLOB stale_variants ${variant_dir}/*.comp)
   list(REMOVE_ITEM stale_variants ${variant_comps})

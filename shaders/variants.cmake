@@ -12,8 +12,9 @@
 # The switches the bodies read: RFA_KV_F16 (fp16 K/V caches, common/kv_storage.glsl); RFA_SDPA (the
 # plain SDPA yardstick instead of RFA), RFA_REDUCE (split-k reduce), RFA_TILE (cooperative tile),
 # RFA_TILE_F16 (fp16 products), RFA_TILE_CM (cooperative matrices; VK_NV_cooperative_matrix,
-# 16 x 16 x 16, fp16 x fp16 + fp32, and shaderFloat16), RFA_TILE_CM_EMU (each matrix operation
-# emulated by the subgroup's lanes: tests the layout anywhere), RFA_ROW_SG (reductions over the S
+# 16 x 16 x 16, fp16 x fp16 + fp32, and shaderFloat16), RFA_TILE_CK (with RFA_TILE_CM: the same on
+# VK_KHR_cooperative_matrix, the device's square fp16 shape; TOOLS next: glslang 15),
+# RFA_TILE_CM_EMU (each matrix operation emulated by the subgroup's lanes: tests the layout anywhere), RFA_ROW_SG (reductions over the S
 # lanes of a row, common/row_group_reduce.glsl: the tiles' row max and sum (the cooperative-matrix
 # tile always by shuffles, RFA_ROW_SG=2: the host requires them with the matrices), the direct walk's
 # merge of its S partial states; 1 clustered subgroup reductions, the *_sg kernels, for
@@ -26,6 +27,8 @@
 set(F16 GL_EXT_shader_explicit_arithmetic_types_float16)
 set(CM ${F16} GL_NV_cooperative_matrix GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle GL_KHR_memory_scope_semantics)
 set(CM_EMU ${F16} GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle)
+# VK_KHR_cooperative_matrix (glslang 15: TOOLS next).
+set(CK ${F16} GL_KHR_cooperative_matrix GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle GL_KHR_memory_scope_semantics)
 set(SG GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_clustered)
 set(SX GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle)
 
@@ -55,6 +58,8 @@ rfa_shader_variant(rfa_attention_tile_f16_sx_kv16 attention_body.glsl       RFA_
 rfa_shader_variant(rfa_attention_tile_cm          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(rfa_attention_tile_cm_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(rfa_attention_tile_cm_emu      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
+rfa_shader_variant(rfa_attention_tile_ck          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK TOOLS next EXTENSIONS ${CK})
+rfa_shader_variant(rfa_attention_tile_ck_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK TOOLS next EXTENSIONS ${CK})
 rfa_shader_variant(rfa_attention_tile_cm_emu_kv16 attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
 rfa_shader_variant(sdpa                           attention_body.glsl       RFA_SDPA)
 rfa_shader_variant(sdpa_kv16                      attention_body.glsl       RFA_SDPA RFA_KV_F16)
@@ -78,6 +83,8 @@ rfa_shader_variant(sdpa_tile_f16_sx_kv16          attention_body.glsl       RFA_
 rfa_shader_variant(sdpa_tile_cm                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(sdpa_tile_cm_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM EXTENSIONS ${CM})
 rfa_shader_variant(sdpa_tile_cm_emu               attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
+rfa_shader_variant(sdpa_tile_ck                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK TOOLS next EXTENSIONS ${CK})
+rfa_shader_variant(sdpa_tile_ck_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK TOOLS next EXTENSIONS ${CK})
 rfa_shader_variant(sdpa_tile_cm_emu_kv16          attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
 # Fused AFA (Adaptive Filter Attention) and RT-RFA (directional RFA on the sphere) attention.
 rfa_shader_variant(afa_attention                  afa_attention_body.glsl)

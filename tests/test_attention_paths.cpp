@@ -37,14 +37,17 @@ TEST_CASE("every kernel path matches the twin on off-tile shapes") {
   for (const AttentionPath& ap : paths)
     for (const Shape& s : kShapes) {
       CAPTURE(describe(ap));
-      const char* name = (k++ % 3 == 0) ? "M2.7" : "M2";  // the gate (energy state) on some
+      const char* name = (k % 3 == 0) ? "M2.7" : "M2";  // the gate (energy state) on some
+      if (!shard_takes((size_t)k++)) continue;
       check_model(model(name, s.H, s.D), s.B, s.N, s.times, s.chunk, 11, ap);
     }
 }
 
 TEST_CASE("every switch on the split-k and table paths") {
+  size_t item = 0;
   for (const AttentionPath& ap : {path(0, 1, 4, false), path(1, 0, 2, false)})
     for (int mask = 0; mask < 8; ++mask) {
+      if (!shard_takes(item++)) continue;
       const AttentionParams p = switch_variant(mask);
       CAPTURE(describe(ap));
       CAPTURE(mask);
@@ -79,17 +82,19 @@ TEST_CASE("split-k equals the single pass, and the lag table equals the computed
 
 TEST_CASE("fp16 K/V caches match the twin within the fp16 bound") {
   double worst = 0;
+  size_t item = 0;
   for (const AttentionPath& ap : {path(1, 1, 0, true), path(0, 0, 5, true), path(0, 1, 0, true)})
     for (const Shape& s : kShapes) {
       if (s.N > 1000) continue;  // one long case below is enough for fp16
+      if (!shard_takes(item++)) continue;
       CAPTURE(describe(ap));
       const AttentionParams p = model("M2", s.H, s.D);
       check_model(p, s.B, s.N, s.times, s.chunk, 11, ap, kTolF16);
       // The error actually measured, for the note and the docs.
       worst = std::max(worst, worst_relative_error(p, s, ap));
     }
-  check_model(model("M1", 1, 64), 1, 2053, 1, 2053, 11, path(0, 1, 0, true), kTolF16);
-  MESSAGE("fp16 K/V: worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst);
+  if (shard_takes(item++)) check_model(model("M1", 1, 64), 1, 2053, 1, 2053, 11, path(0, 1, 0, true), kTolF16);
+  MESSAGE("fp16 K/V: worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst << " (shard " << shard_name() << ")");
   CHECK(worst > 0.0);  // the f16 path really rounds (an fp32 cache would agree to ~1e-6)
   CHECK(worst <= kTolF16);
 }
@@ -337,11 +342,12 @@ TEST_CASE("the direct walk's merge matches the twin: by subgroup operations and 
   // at D = 8, 20, 32, 64, 128 and 3-row calls (4 rows of 2 lanes), causal and windowed, the gate
   // and fp16 caches on some, split-k once (the partial states the merge hands to the reduce), and
   // the SDPA yardstick.
-  int k = 0, runs = 0, ran_subgroup = 0;
+  int k = 0, runs = 0, own_runs = 0, ran_subgroup = 0;
+  std::vector<std::string> clustered;  // the *_sg kernels that ran (devices with clustered operations)
   for (const char* profile : {"", "android-baseline-2022"})
     for (int D : {8, 20, 32, 64, 128}) {
       const bool kv16 = k % 2 == 1, gate = k % 3 != 2;  // fp32 and fp16 caches, the gate, across the D
-      ++k;
+      if (!shard_takes((size_t)k++)) continue;
       AttentionPath ap = path(-1, 1, -1, kv16);  // the device's own choices
       ap.device_profile = profile;
       CAPTURE(profile);
@@ -361,7 +367,13 @@ TEST_CASE("the direct walk's merge matches the twin: by subgroup operations and 
         else CHECK((int)t.subgroup_reduce + (int)t.subgroup_shuffle ==
                    (t.threads_per_row > 1 ? ops::row_subgroup_reduce(caps, t.workgroup, t.threads_per_row) : 0));
         ++runs;
+        own_runs += *profile ? 0 : 1;
         ran_subgroup += t.subgroup_reduce ? 1 : 0;
+        if (t.subgroup_reduce && !t.subgroup_shuffle) {
+          const std::string name = ops::attention_kernel_name("rfa_attention", t, kv16);
+          CHECK(name.find("_sg") != std::string::npos);
+          clustered.push_back(name);
+        }
         check_model(p, 1, N, 1, chunk, 11, ap, tol);
       }
       check_window_on(ap, p, 1, 30, 11, 1);  // decode steps through a ring that wraps
@@ -375,9 +387,16 @@ TEST_CASE("the direct walk's merge matches the twin: by subgroup operations and 
     }
   // A device with subgroup shuffles or clustered operations ran the subgroup kernels (lavapipe: *_sx).
   const gpu::Capabilities& caps = path(-1, 1, -1, false).gpu().caps();
-  if ((caps.subgroup_ops & (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT)) && caps.subgroup_size >= 2)
+  if ((caps.subgroup_ops & (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT)) && caps.subgroup_size >= 2 &&
+      caps.subgroup_size_control && own_runs > 0)
     CHECK(ran_subgroup > 0);
-  MESSAGE("the direct walk's merge by subgroup operations on " << ran_subgroup << " of " << runs << " runs");
+  // Clustered operations (Mesa 26's lavapipe, GPUs): the *_sg kernels, by name.
+  const VkSubgroupFeatureFlags cl = VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+  if ((caps.subgroup_ops & cl) == cl && caps.subgroup_size_control && own_runs > 0) CHECK(!clustered.empty());
+  std::string names;
+  for (const std::string& n : clustered) names += (names.empty() ? "" : ", ") + n;
+  MESSAGE("the direct walk's merge by subgroup operations on " << ran_subgroup << " of " << runs << " runs"
+          << (clustered.empty() ? std::string() : "; clustered: " + names));
 }
 
 TEST_CASE("row diagnostics over long rows at D = 64 (every key of a row in one thread)") {

@@ -12,6 +12,7 @@
 
 #include "attention_support.hpp"
 #include "gpu/capabilities.hpp"
+#include "gpu/shader_registry.hpp"
 #include "ops/rfa_attention.hpp"
 #include "ops/rfa_probe.hpp"
 #include "ops/sdpa.hpp"
@@ -38,7 +39,8 @@ TEST_CASE("the cooperative tile matches the twin on off-tile shapes") {
   for (const AttentionPath& ap : {tile_path(1, false), tile_path(0, false), tile_path(1, true)})
     for (const Shape& s : kShapes) {
       CAPTURE(describe(ap));
-      const char* name = (k++ % 3 == 0) ? "M2.7" : "M2";  // the gate (energy state) on some
+      const char* name = (k % 3 == 0) ? "M2.7" : "M2";  // the gate (energy state) on some
+      if (!shard_takes((size_t)k++)) continue;
       const double tol = ap.kv_f16 ? kTolF16 : kTol;
       check_model(model(name, s.H, s.D), s.B, s.N, s.times, s.chunk, 11, ap, tol);
       // The tile was the path that ran (the tiling is a pure function of the same inputs).
@@ -49,8 +51,10 @@ TEST_CASE("the cooperative tile matches the twin on off-tile shapes") {
 }
 
 TEST_CASE("every switch on the cooperative tile") {
+  size_t item = 0;
   for (const AttentionPath& ap : {tile_path(1, false), tile_path(0, true)})
     for (int mask = 0; mask < 8; ++mask) {
+      if (!shard_takes(item++)) continue;
       const AttentionParams p = switch_variant(mask);
       CAPTURE(describe(ap));
       CAPTURE(mask);
@@ -112,9 +116,11 @@ TEST_CASE("fp16 products in the tile match the twin within their bound") {
     return;
   }
   double worst = 0;
+  size_t item = 0;
   for (const AttentionPath& ap : {tile_path(1, false, 1), tile_path(0, true, 1)})
     for (const Shape& s : kShapes) {
       if (s.N > 1000) continue;  // the long case below
+      if (!shard_takes(item++)) continue;
       CAPTURE(describe(ap));
       CAPTURE(s.N);
       CAPTURE(s.D);
@@ -131,7 +137,7 @@ TEST_CASE("fp16 products in the tile match the twin within their bound") {
       for (size_t i = 0; i < want.size(); ++i)
         worst = std::max(worst, std::fabs(g.out[i] - want[i]) / (1.0 + std::fabs(want[i])));
     }
-  check_model(model("M2.7", 3, 64), 1, 2053, 1, 2053, 11, tile_path(1, false, 1), kTolF16Math);
+  if (shard_takes(item++)) check_model(model("M2.7", 3, 64), 1, 2053, 1, 2053, 11, tile_path(1, false, 1), kTolF16Math);
   MESSAGE("fp16 products: worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst);
   CHECK(worst > 0.0);
   CHECK(worst <= kTolF16Math);
@@ -140,19 +146,34 @@ TEST_CASE("fp16 products in the tile match the twin within their bound") {
 namespace {
 // The cooperative-matrix tile (coopmat 1: the device's matrices; 2: emulated by subgroup lanes,
 // which checks every offset, stride and layout handed to the matrix operations on any device).
-void check_coopmat_tile(int coopmat) {
+// workgroup > 0: the tile's workgroup forced to that many threads (4 subgroups: NVIDIA's shape).
+void check_coopmat_tile(int coopmat, int workgroup = -1) {
   double worst = 0;
   int k = 0;
-  for (const AttentionPath& ap : {tile_path(1, false, 0, coopmat), tile_path(0, true, 0, coopmat)})
+  AttentionPath pa = tile_path(1, false, 0, coopmat), pb = tile_path(0, true, 0, coopmat);
+  pa.kernels.attention_tile_workgroup = pb.kernels.attention_tile_workgroup = workgroup;
+  for (const AttentionPath& ap : {pa, pb})
     for (const Shape& s : kShapes) {
       CAPTURE(describe(ap));
       CAPTURE(s.N);
       CAPTURE(s.D);
       const bool gate = k++ % 2 == 0;
+      if (!shard_takes((size_t)k - 1)) continue;
       const auto t = ops::choose_attention_tiling(ap.gpu().caps(), ap.kernels, (uint32_t)s.chunk, (uint32_t)s.D,
                                                   (uint32_t)(s.B * s.H), (uint32_t)s.N, gate);
       REQUIRE(t.coopmat);
       REQUIRE(t.coopmat_emulated == (coopmat == 2));
+      // The KHR kernels where the device has the extension and this build compiled them.
+      const gpu::Capabilities& caps = ap.gpu().caps();
+      CHECK(t.coopmat_khr == (coopmat == 1 && caps.coopmat_khr() && gpu::find_shader("rfa_attention_tile_ck")));
+      if (t.coopmat_khr) CHECK(t.coopmat_block == caps.coopmat_khr_block);
+      if (workgroup > 0) CHECK(t.workgroup == (uint32_t)workgroup);
+      if (workgroup > 0 && s.D == 32) {  // the H100 case: a 64 x 64 tile
+        const uint32_t block = t.coopmat_block, subgroups = t.workgroup / gpu::subgroup_layout_size(caps, t.workgroup);
+        // Each subgroup owns several key blocks and several P V blocks, as on NVIDIA.
+        CHECK(t.keys_per_tile / block > subgroups / (t.rows_per_group / block));
+        CHECK((t.rows_per_group / block) * ((2 * (uint32_t)s.D + block - 1) / block) > subgroups);
+      }
       const AttentionParams p = model(gate ? "M2.7" : "M2", s.H, s.D);
       check_model(p, s.B, s.N, s.times, s.chunk, 11, ap, kTolF16Math);
       worst = std::max(worst, worst_relative_error(p, s, ap));
@@ -161,6 +182,7 @@ void check_coopmat_tile(int coopmat) {
           << ": worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst);
   CHECK(worst > 0.0);  // fp16 operands really round
   CHECK(worst <= kTolF16Math);
+  if (!shard_takes(0)) return;  // (one shard runs the yardstick)
   // The SDPA yardstick on the same tile: its outputs equal the scalar tile's to fp16 accuracy.
   const AttentionParams p = model("M2", 3, 32);
   const Inputs in = make_inputs(p, 1, 150, 4, 0);
@@ -182,12 +204,16 @@ void check_coopmat_tile(int coopmat) {
 
 TEST_CASE("the tile on cooperative matrices matches the twin") {
   const AttentionPath probe = tile_path(1, false, 0, 1);
-  if (!probe.gpu().caps().coopmat_nv) {
-    MESSAGE("skipped: the device has no VK_NV_cooperative_matrix with a 16x16x16 fp16 x fp16 + fp32 subgroup shape "
-            "(lavapipe has none), so the *_tile_cm kernels cannot run here; the emulated case below runs their layout");
+  const auto t = ops::choose_attention_tiling(probe.gpu().caps(), probe.kernels, 100, 32, 8, 4096);
+  if (!t.coopmat) {
+    MESSAGE("skipped: " << t.why << " (lavapipe 22 has no matrices; Mesa 26's lavapipe runs the KHR kernels, "
+            "*_tile_ck, 8x8x8; the emulated case below runs their layout)");
     return;
   }
+  MESSAGE("ran " << ops::attention_kernel_name("rfa_attention", t, false) << ": " << t.why);
   check_coopmat_tile(1);
+  // And in NVIDIA's shape: four subgroups, each owning several key and P V blocks.
+  check_coopmat_tile(1, (int)(4 * gpu::subgroup_layout_size(probe.gpu().caps(), 128)));
 }
 
 TEST_CASE("the cooperative-matrix tile with emulated matrices matches the twin") {
@@ -198,6 +224,11 @@ TEST_CASE("the cooperative-matrix tile with emulated matrices matches the twin")
     return;
   }
   check_coopmat_tile(2);
+  // NVIDIA's shape (4 subgroups of 32 lanes, each with 4 key blocks and 4 P V blocks of a 64 x 64
+  // tile over resident Q fragments): the same 4 subgroups here, of this device's lanes.
+  const uint32_t lanes = gpu::subgroup_layout_size(probe.gpu().caps(), 128);
+  REQUIRE(lanes >= 4);
+  check_coopmat_tile(2, (int)(4 * lanes));
 }
 
 TEST_CASE("probes read the row statistics the tile writes") {
@@ -391,13 +422,15 @@ TEST_CASE("the tile's row reductions are chosen as data: clustered subgroup oper
 }
 
 TEST_CASE("the tile's row reductions match the twin: by subgroup operations and through shared memory") {
-  // lavapipe (Mesa 22.3: 8-lane subgroups with arithmetic and shuffles, no clustered operations)
-  // runs the shuffle-xor kernels (*_sx); devices with clustered operations the *_sg kernels (not
-  // runnable here: their SPIR-V declares GroupNonUniformClustered, which lavapipe refuses). Under
+  // lavapipe 22 (Mesa 22.3: 8-lane subgroups with arithmetic and shuffles, no clustered operations)
+  // runs the shuffle-xor kernels (*_sx); devices with clustered operations the *_sg kernels (Mesa
+  // 26's lavapipe: the newer-driver pass of this suite, tests/CMakeLists.txt). Under
   // the Android baseline profile (basic subgroup operations only, 16 KiB of shared memory: smaller
   // tiles, V staged over K at large D) the same device runs the exchange through shared memory.
   // RFA (the gate's energies on some shapes) and the SDPA yardstick.
-  int k = 0, ran_subgroup = 0;
+  int k = 0, ran_subgroup = 0, own_runs = 0;
+  size_t item = 0;
+  std::vector<std::string> clustered;  // the *_tile_sg kernels that ran
   for (const char* profile : {"", "android-baseline-2022"})
     for (bool kv16 : {false, true}) {
       AttentionPath ap = tile_path(kv16 ? 0 : 1, kv16);
@@ -409,6 +442,7 @@ TEST_CASE("the tile's row reductions match the twin: by subgroup operations and 
         CAPTURE(s.N);
         CAPTURE(s.D);
         const bool gate = k++ % 3 == 0;
+        if (!shard_takes(item++)) continue;
         const auto t = ops::choose_attention_tiling(caps, ap.kernels, (uint32_t)s.chunk, (uint32_t)s.D,
                                                     (uint32_t)(s.B * s.H), (uint32_t)s.N, gate);
         REQUIRE(t.tile);
@@ -416,16 +450,31 @@ TEST_CASE("the tile's row reductions match the twin: by subgroup operations and 
         else CHECK((int)t.subgroup_reduce + (int)t.subgroup_shuffle ==
                    ops::tile_subgroup_reduce(caps, t.workgroup, t.threads_per_row));
         ran_subgroup += t.subgroup_reduce ? 1 : 0;
+        own_runs += *profile ? 0 : 1;
+        if (t.subgroup_reduce && !t.subgroup_shuffle) {
+          const std::string name = ops::attention_kernel_name("rfa_attention", t, kv16);
+          CHECK(name.find("_tile_sg") != std::string::npos);
+          clustered.push_back(name);
+        }
         check_model(model(gate ? "M2.7" : "M2", s.H, s.D), s.B, s.N, s.times, s.chunk, 11, ap, kv16 ? kTolF16 : kTol);
       }
       if (kv16) continue;
       for (int D : {32, 20, 96}) {  // the SDPA yardstick: a 42-row prefill, then decode steps
         CAPTURE(D);
-        check_sdpa_yardstick(ap, 2, D, 45);
+        if (shard_takes(item++)) check_sdpa_yardstick(ap, 2, D, 45);
       }
     }
-  // A device with subgroup shuffles or clustered operations ran the subgroup kernels (lavapipe: *_sx).
+  // A device with subgroup shuffles or clustered operations (and full subgroups of a required size)
+  // ran the subgroup kernels (lavapipe 22: *_sx; Mesa 26: *_sg, by name).
   const gpu::Capabilities& caps = tile_path(1, false).gpu().caps();
-  if (caps.subgroup_ops & (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT)) CHECK(ran_subgroup > 0);
-  MESSAGE("the tile's row reductions by subgroup operations on " << ran_subgroup << " of " << k << " runs");
+  if ((caps.subgroup_ops & (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT)) &&
+      caps.subgroup_size_control && own_runs > 0)
+    CHECK(ran_subgroup > 0);
+  const VkSubgroupFeatureFlags cl = VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+  if ((caps.subgroup_ops & cl) == cl && caps.subgroup_size_control && own_runs > 0) CHECK(!clustered.empty());
+  std::string names;
+  for (const std::string& n : clustered)
+    if (names.find(n) == std::string::npos) names += (names.empty() ? "" : ", ") + n;
+  MESSAGE("the tile's row reductions by subgroup operations on " << ran_subgroup << " of " << k << " runs"
+          << (names.empty() ? std::string() : "; clustered: " + names));
 }

@@ -252,9 +252,31 @@ std::string tool_path(const std::string& name) {
 #endif
 }
 
+bool shard_takes(size_t item) {
+  const std::string v = environment_variable("RFA_TEST_SHARD");
+  if (v.empty()) return true;
+  const size_t slash = v.find('/');
+  const long k = std::strtol(v.c_str(), nullptr, 10), n = slash == std::string::npos ? 0 : std::strtol(v.c_str() + slash + 1, nullptr, 10);
+  if (k < 1 || n < 1 || k > n) {
+    std::fprintf(stderr, "RFA_TEST_SHARD=%s: not k/n with 1 <= k <= n\n", v.c_str());
+    std::exit(2);
+  }
+  return (long)(item % (size_t)n) == k - 1;
+}
+
+std::string shard_name() { return environment_variable("RFA_TEST_SHARD"); }
+
 int run_tool(const std::string& name, const std::string& args, const std::string& out, const std::string& err) {
-  const std::string program = tool_path(name);
+  std::string program = tool_path(name);
   std::vector<std::string> argv = split_args(args);
+#if !defined(_WIN32)
+  // Through the launcher of the driver the suite runs on (RFA_TEST_LAUNCHER).
+  const std::string launcher = environment_variable("RFA_TEST_LAUNCHER");
+  if (!launcher.empty()) {
+    argv.insert(argv.begin(), program);
+    program = launcher;
+  }
+#endif
   std::fflush(stdout);
   std::fflush(stderr);
 #if defined(_WIN32)

@@ -68,7 +68,16 @@ void set_env(const char* name, const char* value);  // value nullptr: unset
 // Whether this Windows program runs under Wine (ntdll exports wine_get_version); false elsewhere.
 bool under_wine();
 
-// A program of this build (RFA_BUILD_DIR/name, with .exe on Windows).
+// Shards of a heavy case's loop: RFA_TEST_SHARD=k/n (CTest's <suite>_<k>of<n> entries,
+// tests/CMakeLists.txt) runs the items i with i % n == k - 1; unset, every item. A case calls it
+// once per item of its loop, counting every item, so that the shards together cover the loop.
+bool shard_takes(size_t item);
+// "k/n" of RFA_TEST_SHARD, or "" unset (for messages).
+std::string shard_name();
+
+// A program of this build (RFA_BUILD_DIR/name, with .exe on Windows). Where RFA_TEST_LAUNCHER
+// names a program (the newer driver's .drivers/mesa26/run), run_tool starts the program through
+// it: the suites on another driver start rfa-run on the same one.
 std::string tool_path(const std::string& name);
 // Runs that program without a shell (posix_spawn / CreateProcessW), so the tests drive it alike on
 // every OS: `args` split at spaces, '...' keeping spaces inside one argument; stdout written to

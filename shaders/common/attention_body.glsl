@@ -67,10 +67,12 @@ const bool WANT_VCOV = false;
 layout(constant_id = kSdpaDirectKv) const bool DIRECT_KV = false;
 layout(constant_id = kSdpaSplit) const uint SPLIT = 1;  // key splits per row (split-k)
 layout(constant_id = kSdpaKvApart) const bool KV_APART = true;  // the scalar tile: K, V in two buffers
+#define RFA_CM_BLOCK_ID kSdpaCmBlock  // the KHR matrices' side (common/attention_tile.glsl)
 #else
 layout(constant_id = kAttnDirectKv) const bool DIRECT_KV = false;
 layout(constant_id = kAttnSplit) const uint SPLIT = 1;  // key splits per row (split-k)
 layout(constant_id = kAttnKvApart) const bool KV_APART = true;  // the scalar tile: K, V in two buffers
+#define RFA_CM_BLOCK_ID kAttnCmBlock  // the KHR matrices' side (common/attention_tile.glsl)
 #endif
 #if !RFA_SDPA
 layout(constant_id = kAttnPhase) const uint PHASE = 0;  // rfa::PhaseSource: 0 omega t, else the phase ring

@@ -57,16 +57,26 @@ const uint DP = D + 1;     // padded row strides
 const uint BKP = BK + 1;
 
 #if RFA_TILE_CM
-// RFA_TILE_CM: phases A and D on cooperative matrices (VK_NV_cooperative_matrix, 16 x 16 x 16,
-// fp16 in, fp32 accumulate), one 16 x 16 output block per subgroup at a time. The complex
+// RFA_TILE_CM: phases A and D on cooperative matrices, fp16 in, fp32 accumulate, one CMB x CMB
+// output block per subgroup at a time: VK_NV_cooperative_matrix (16 x 16 x 16, the *_tile_cm
+// kernels), VK_KHR_cooperative_matrix (RFA_TILE_CK: the device's square fp16 shape, 16 on GPUs, 8
+// on lavapipe: the *_tile_ck kernels) or emulated (RFA_TILE_CM_EMU). The complex
 // components are interleaved (re, im), so Re(conj(q) k) is a real dot product over 2D halves:
 // phase A is Qh (BQ x 2D) Kh^T, phase D is (p E)h (BQ x BK) Vh (BK x 2D), its fp32 result added to
 // the rescaled accumulators (acc_t, in the (tr, tc) layout of the scalar tile's phase D). The row
 // max and sum are subgroup shuffles (RFA_ROW_SG 2: every device with cooperative matrices has
 // them). Strides are multiples of 8 halves / 4 floats (16-byte rows).
-// Any D: the 2D halves of a row are zero-padded to D2, whole 16-wide blocks (D = 12: 24 -> 32);
+// Any D: the 2D halves of a row are zero-padded to D2, whole CMB-wide blocks (D = 12: 24 -> 32);
 // zero Q and K halves add nothing to a cross term, and the P V columns past 2D are never read.
-const uint D2 = (2 * D + 15) / 16 * 16;
+#ifndef RFA_TILE_CK
+#define RFA_TILE_CK 0
+#endif
+#if RFA_TILE_CK
+layout(constant_id = RFA_CM_BLOCK_ID) const uint CMB = 16;  // the KHR shape's side (ops: coopmat_block)
+#else
+const uint CMB = 16;  // NV's 16 x 16 x 16 (and its emulation)
+#endif
+const uint D2 = (2 * D + CMB - 1) / CMB * CMB;
 const uint HS = D2 + 8;      // the halves of a Q/K/V tile row
 const uint CS = BK + 4;      // the floats of a cross-term row
 const uint PS = BK + 8;      // the halves of a weight row
@@ -76,15 +86,20 @@ shared float16_t tkv[BK * HS];  // the K tile, then (once its cross terms are st
 // fp32 results of the matrices: the tile's cross terms (stride CS), then its P V (stride VS),
 // finally the output hand-over. One array: each is read before the next is stored.
 shared float tmat[BQ * (CS > VS ? CS : VS)];
-shared float16_t tp16[BQ * PS];  // p E per pair, phase D's A operand
+shared float16_t tp16[BQ * PS];  // p E per pair, phase D's A operand, times PE_SCALE (below)
 #define T_WEIGHT(r, c) tp16[(r) * PS + (c)]
-#define TILE_P(x) float16_t(x)
+// p E is at most 1 and reaches e^-10 (the decay's floor min_exponent) times a softmax weight: in
+// fp16 that is subnormal or zero (6.1e-5 is fp16's smallest normal). Stored times PE_SCALE (exact),
+// it keeps 11 bits down to 2^-28 and is not flushed above 2^-38; the fp32 P V blocks are scaled back.
+// 2^14 keeps the largest weight (1) a quarter of fp16's range.
+const float PE_SCALE = 16384.0, PE_UNSCALE = 1.0 / 16384.0;
+#define TILE_P(x) float16_t((x) * PE_SCALE)
 #define TILE_OUT tmat
 const uint OUT_ROW = VS;
 const uint OUT_CHUNK = D;  // every dim in one round of the hand-over (BQ x 2D floats fit)
 
-// One subgroup's 16 x 16 output block C = sum over 16-wide steps of A (16 x 16) B (16 x 16), the
-// operands loaded from shared arrays at an element offset and stride, row- or column-major:
+// One subgroup's CMB x CMB output block C = sum over CMB-wide steps of A (CMB x CMB) B (CMB x CMB),
+// the operands loaded from shared arrays at an element offset and stride, row- or column-major:
 // CM_ZERO(); for each step CM_MMA(A, offset, stride, col_major, B, ...); CM_STORE(C, offset, stride)
 // (CM_MMA_Q(k, ...): A the k-th resident fragment of Q, below).
 #ifndef RFA_TILE_CM_EMU
@@ -96,23 +111,46 @@ const uint OUT_CHUNK = D;  // every dim in one round of the hand-over (BQ x 2D f
 // column-major) and fp32 sums of fp16 products, so that devices without cooperative matrices
 // (lavapipe) test every offset, stride and layout the real operations are given.
 #define CM_AT(arr, off, st, col, r, c) float(arr[(off) + ((col) ? (c) * (st) + (r) : (r) * (st) + (c))])
-#define CM_ZERO()  \
-  float em[64];    \
-  for (uint q = 0; q < 64; ++q) em[q] = 0.0;
+#define CM_ZERO()         \
+  float em[CMB * CMB / 4]; \
+  for (uint q = 0; q < CMB * CMB / 4; ++q) em[q] = 0.0;
 #define CM_MMA(A, offa, sa, ca, B, offb, sb, cb)                                                        \
-  for (uint q = 0; q * gl_SubgroupSize < 256; ++q) {                                                 \
-    const uint el = gl_SubgroupInvocationID + q * gl_SubgroupSize, i = el / 16, j = el % 16;         \
-    [[unroll]] for (uint k = 0; k < 16; ++k) em[q] += CM_AT(A, offa, sa, ca, i, k) * CM_AT(B, offb, sb, cb, k, j); \
+  for (uint q = 0; q * gl_SubgroupSize < CMB * CMB; ++q) {                                           \
+    const uint el = gl_SubgroupInvocationID + q * gl_SubgroupSize, i = el / CMB, j = el % CMB;       \
+    [[unroll]] for (uint k = 0; k < CMB; ++k) em[q] += CM_AT(A, offa, sa, ca, i, k) * CM_AT(B, offb, sb, cb, k, j); \
   }
 #define CM_STORE(C, offc, sc)                                                                       \
-  for (uint q = 0; q * gl_SubgroupSize < 256; ++q) {                                                \
+  for (uint q = 0; q * gl_SubgroupSize < CMB * CMB; ++q) {                                          \
     const uint el = gl_SubgroupInvocationID + q * gl_SubgroupSize;                                  \
-    C[(offc) + (el / 16) * (sc) + el % 16] = em[q];                                                 \
+    C[(offc) + (el / CMB) * (sc) + el % CMB] = em[q];                                               \
   }
 // The resident Q fragments: read from tq at each use, at the offset the real load is given.
 #define CM_Q_DECL()
 #define CM_Q_LOAD(k, offq) {}
 #define CM_MMA_Q(k, offq, B, offb, sb, cb) CM_MMA(tq, offq, HS, false, B, offb, sb, cb)
+#elif RFA_TILE_CK
+#define CM_TYPE_A coopmat<float16_t, gl_ScopeSubgroup, CMB, CMB, gl_MatrixUseA>
+#define CM_TYPE_B coopmat<float16_t, gl_ScopeSubgroup, CMB, CMB, gl_MatrixUseB>
+#define CM_TYPE_C coopmat<float, gl_ScopeSubgroup, CMB, CMB, gl_MatrixUseAccumulator>
+#define CM_LAYOUT(col) ((col) ? gl_CooperativeMatrixLayoutColumnMajor : gl_CooperativeMatrixLayoutRowMajor)
+#define CM_ZERO() CM_TYPE_C cm = CM_TYPE_C(0.0);
+#define CM_MMA(A, offa, sa, ca, B, offb, sb, cb)  \
+  {                                               \
+    CM_TYPE_A ma;                                 \
+    CM_TYPE_B mb;                                 \
+    coopMatLoad(ma, A, offa, sa, CM_LAYOUT(ca));  \
+    coopMatLoad(mb, B, offb, sb, CM_LAYOUT(cb));  \
+    cm = coopMatMulAdd(ma, mb, cm);               \
+  }
+#define CM_STORE(C, offc, sc) coopMatStore(cm, C, offc, sc, gl_CooperativeMatrixLayoutRowMajor);
+#define CM_Q_DECL() CM_TYPE_A qf[D2 / CMB];
+#define CM_Q_LOAD(k, offq) coopMatLoad(qf[k], tq, offq, HS, gl_CooperativeMatrixLayoutRowMajor);
+#define CM_MMA_Q(k, offq, B, offb, sb, cb)        \
+  {                                               \
+    CM_TYPE_B mb;                                 \
+    coopMatLoad(mb, B, offb, sb, CM_LAYOUT(cb));  \
+    cm = coopMatMulAdd(qf[k], mb, cm);            \
+  }
 #else
 #define CM_ZERO() fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> cm = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 #define CM_MMA(A, offa, sa, ca, B, offb, sb, cb)  \
@@ -133,10 +171,10 @@ const uint OUT_CHUNK = D;  // every dim in one round of the hand-over (BQ x 2D f
   }
 #endif
 // Phase A with Q resident: subgroup g owns row block g % MB for the whole walk and keeps its
-// D2 / 16 fragments of Q (loaded once: CM_Q_LOAD), forming the key blocks g / MB, + NS / MB, ...
+// D2 / CMB fragments of Q (loaded once: CM_Q_LOAD), forming the key blocks g / MB, + NS / MB, ...
 // (CM_MMA_Q); the host runs the matrices only where the subgroups are a whole number of times
 // the row blocks (NVIDIA: 4 subgroups of 32 lanes, 4 blocks of a 64-row tile).
-const uint MB = BQ / 16;
+const uint MB = BQ / CMB;
 #else
 const uint OUT_CHUNK = D < BKP / 2 ? D : BKP / 2;  // complex dims per round of the hand-over (fits tp)
 shared TILE_T tq[BQ * DP];    // the Q tile (SDPA: times the scale)

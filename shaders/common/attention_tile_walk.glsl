@@ -60,7 +60,7 @@
   const uint q_mi = gl_SubgroupID % MB;
   CM_Q_DECL()
   barrier();
-  [[unroll]] for (uint kk = 0; kk < D2 / 16; ++kk) CM_Q_LOAD(kk, q_mi * 16 * HS + kk * 16)
+  [[unroll]] for (uint kk = 0; kk < D2 / CMB; ++kk) CM_Q_LOAD(kk, q_mi * CMB * HS + kk * CMB)
 #endif
 
   vec2 acc_t[TR * TD];
@@ -109,14 +109,14 @@
     // A. Cross terms, TR x TC per thread, kept in registers (keys past nk: values B masks).
     float s[TR * TC];
 #if RFA_TILE_CM
-    // On the matrices: 16 x 16 blocks of Qh Kh^T (K rows read as columns) into tmat, then each
+    // On the matrices: CMB x CMB blocks of Qh Kh^T (K rows read as columns) into tmat, then each
     // thread its own pairs'. V over K once every block is stored; rows past nk zero (the P V
     // product reads all BK rows: their weights are zero, and 0 x NaN is not).
-    for (uint ni = gl_SubgroupID / MB; ni < BK / 16; ni += gl_NumSubgroups / MB) {
+    for (uint ni = gl_SubgroupID / MB; ni < BK / CMB; ni += gl_NumSubgroups / MB) {
       CM_ZERO();
-      [[unroll]] for (uint kk = 0; kk < D2 / 16; ++kk)
-        CM_MMA_Q(kk, q_mi * 16 * HS + kk * 16, tkv, ni * 16 * HS + kk * 16, HS, true);
-      CM_STORE(tmat, q_mi * 16 * CS + ni * 16, CS);
+      [[unroll]] for (uint kk = 0; kk < D2 / CMB; ++kk)
+        CM_MMA_Q(kk, q_mi * CMB * HS + kk * CMB, tkv, ni * CMB * HS + kk * CMB, HS, true);
+      CM_STORE(tmat, q_mi * CMB * CS + ni * CMB, CS);
     }
     barrier();
     [[unroll]] for (uint a = 0; a < TR; ++a)
@@ -247,21 +247,21 @@
     [[unroll]] for (uint a = 0; a < TR; ++a)
       [[unroll]] for (uint e = 0; e < TD; ++e) acc_t[a * TD + e] *= scl[a];
 #if RFA_TILE_CM
-    // On the matrices: 16 x 16 blocks of (p E)h (BQ x BK) Vh (BK x 2D) into tmat (the cross terms
+    // On the matrices: CMB x CMB blocks of (p E)h (BQ x BK) Vh (BK x 2D) into tmat (the cross terms
     // are read), each thread adding its own rows and dims. No barrier after: the next tile's
     // staging writes none of tmat, tp16 or tkv's readers' data before its own barrier.
-    for (uint t = gl_SubgroupID; t < (BQ / 16) * (D2 / 16); t += gl_NumSubgroups) {
-      const uint mi = t / (D2 / 16), ni = t % (D2 / 16);
+    for (uint t = gl_SubgroupID; t < (BQ / CMB) * (D2 / CMB); t += gl_NumSubgroups) {
+      const uint mi = t / (D2 / CMB), ni = t % (D2 / CMB);
       CM_ZERO();
-      for (uint kk = 0; kk < BK / 16; ++kk)
-        CM_MMA(tp16, mi * 16 * PS + kk * 16, PS, false, tkv, kk * 16 * HS + ni * 16, HS, false);
-      CM_STORE(tmat, mi * 16 * VS + ni * 16, VS);
+      for (uint kk = 0; kk < BK / CMB; ++kk)
+        CM_MMA(tp16, mi * CMB * PS + kk * CMB, PS, false, tkv, kk * CMB * HS + ni * CMB, HS, false);
+      CM_STORE(tmat, mi * CMB * VS + ni * CMB, VS);
     }
     barrier();
     [[unroll]] for (uint a = 0; a < TR; ++a)
       [[unroll]] for (uint e = 0; e < TD; ++e) {
         const uint o = (tr + NR * a) * VS + 2 * (tc + S * e);
-        acc_t[a * TD + e] += vec2(tmat[o], tmat[o + 1]);
+        acc_t[a * TD + e] += PE_UNSCALE * vec2(tmat[o], tmat[o + 1]);  // the weights were PE_SCALE p E
       }
 #elif RFA_ROW_SG
     for (uint c = 0; c < nk; ++c) {

@@ -13,12 +13,12 @@ RFA_SHARED_BEGIN
 const uint kAttnWG = 0, kAttnBQ = 1, kAttnS = 2, kAttnBK = 3, kAttnD = 4, kAttnDC = 5, kAttnRED = 6, kAttnFIN = 7,
            kAttnCausal = 8, kAttnCov = 9, kAttnBias = 10, kAttnPrec = 11, kAttnRobust = 12, kAttnFullResid = 13,
            kAttnCounterRot = 14, kAttnShiftRot = 15, kAttnGate = 16, kAttnOutNorm = 17, kAttnDirectKv = 18,
-           kAttnSplit = 19, kAttnPhase = 20, kAttnKvApart = 21;
+           kAttnSplit = 19, kAttnPhase = 20, kAttnKvApart = 21, kAttnCmBlock = 22;
 // Its bindings the ops swap (the split-k partials: written by the kernel, read by the reduce).
 const uint kAttnBindPartials = 17;
 
 // The SDPA yardstick: the fused kernel's first nine ids, then its own.
-const uint kSdpaDirectKv = 9, kSdpaSplit = 10, kSdpaKvApart = 11;
+const uint kSdpaDirectKv = 9, kSdpaSplit = 10, kSdpaKvApart = 11, kSdpaCmBlock = 12;
 const uint kSdpaBindPartials = 7;
 
 // AFA's fused kernel (common/afa_attention_body.glsl).

@@ -49,8 +49,11 @@ struct KernelOptions {
   int attention_tile = -1;       // -1 device's choice (GPUs, > 8 rows); 0 off; 1 the cooperative tile where it applies
   int attention_f16_math = -1;   // -1 device's choice (off); 0 fp32; 1 fp16 products in the tile (needs shaderFloat16)
   int attention_coopmat = -1;    // -1 device's choice (off until measured on a GPU); 0 off; 1 the tile on cooperative
-                                 // matrices where the device has them (VK_NV_cooperative_matrix); 2 the same kernel
-                                 // with the matrix operations emulated by subgroup lanes (tests it on any device)
+                                 // matrices where the device has them (VK_KHR_cooperative_matrix, else
+                                 // VK_NV_cooperative_matrix); 2 the same kernel with the matrix operations emulated by
+                                 // subgroup lanes (tests it on any device)
+  int attention_tile_workgroup = -1;  // -1 device's choice (128 threads); n: the tile's workgroup of n threads (whole
+                                      // row groups and subgroups): e.g. 4 subgroups, the matrices' shape on NVIDIA
   bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
 };
 // Device profiles (docs/device-profiles.md): the limits and features of a device the runtime is not

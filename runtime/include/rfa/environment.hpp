@@ -19,6 +19,7 @@
 // | RFA_ATTN_TILE            | KernelOptions::attention_tile ("1": 1, else 0)                 |
 // | RFA_ATTN_F16_MATH        | KernelOptions::attention_f16_math ("1": 1, else 0)             |
 // | RFA_ATTN_COOPMAT         | KernelOptions::attention_coopmat ("1", "2", else 0)            |
+// | RFA_ATTN_TILE_WORKGROUP  | KernelOptions::attention_tile_workgroup (n > 0 threads)        |
 // | RFA_NO_PUSH_DESCRIPTORS  | KernelOptions::push_descriptors (set and not "0": false)       |
 //
 // A variable that is unset (or empty, for the kernel variables) leaves its field as it was.
@@ -60,6 +61,8 @@ inline KernelOptions kernel_options_from_environment(KernelOptions k) {
   if (!split.empty()) k.attention_split_k = std::max(0, std::atoi(split.c_str()));
   const std::string cm = environment_variable("RFA_ATTN_COOPMAT");
   if (!cm.empty()) k.attention_coopmat = cm == "1" ? 1 : cm == "2" ? 2 : 0;
+  const std::string tile_wg = environment_variable("RFA_ATTN_TILE_WORKGROUP");
+  if (!tile_wg.empty()) k.attention_tile_workgroup = std::max(0, std::atoi(tile_wg.c_str()));
   const std::string no_push = environment_variable("RFA_NO_PUSH_DESCRIPTORS");
   if (!no_push.empty()) k.push_descriptors = no_push == "0";
   return k;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu/pipeline.hpp"
+#include "gpu/shader_registry.hpp"
 #include "kernel_ids.h"
 #include "model/limits.hpp"
 #include "mechanisms/mechanism.hpp"
@@ -174,12 +175,12 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
 }
 
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat,
-                           bool subgroup_reduce, bool kv_apart) {
+                           bool subgroup_reduce, bool kv_apart, uint32_t block) {
   // tqn, tqt, tqi; tkn, tkt, tki; tlag: the tile's window of lag-table rows (rows + keys entries)
   const uint32_t common = rows * (4 + 8 + 4) + keys * (4 + 8 + 4) + (rows + keys) * 16;
   if (coopmat) {  // halves for Q, K/V and the weights; floats for the cross terms, then P V (attention_tile.glsl)
     (void)gate;  // the gate's energies stay in registers
-    const uint32_t d2 = (2 * dim + 15) / 16 * 16;  // 2D halves zero-padded to whole 16-wide blocks
+    const uint32_t d2 = (2 * dim + block - 1) / block * block;  // 2D halves zero-padded to whole blocks
     return (rows + keys) * (d2 + 8) * 2                    // tq, tkv
            + rows * std::max(keys + 4, d2 + 4) * 4         // tmat: cross terms, then P V
            + rows * (keys + 8) * 2                         // tp16: p E
@@ -235,12 +236,22 @@ namespace {
 // devices have, and 16 rows x 8 keys fit in 27 KiB. Returns false when it cannot fit at all.
 // Cooperative matrices need whole 16 x 16 blocks (2D is zero-padded to a multiple of 16 halves),
 // subgroups that tile the workgroup, and subgroup shuffles for the row statistics.
-bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, bool coopmat, AttentionTiling& t) {
+bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, uint32_t block, uint32_t wg_forced,
+                 AttentionTiling& t) {
+  const bool coopmat = block != 0;
   const uint32_t s = tile_threads_per_group(dim);
-  const uint32_t wg = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s), nr = wg / s;
+  uint32_t wg = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s);
+  // KernelOptions::attention_tile_workgroup: another workgroup, whole row groups (the matrices in
+  // NVIDIA's shape on a device of narrower subgroups: 4 subgroups owning several blocks each).
+  if (wg_forced != 0) {
+    if (wg_forced % s != 0 || wg_forced > caps.max_workgroup_invocations || wg_forced / s > 64) return false;
+    wg = wg_forced;
+  }
+  const uint32_t nr = wg / s;
   const uint32_t lanes = gpu::subgroup_layout_size(caps, wg);  // full subgroups of a required size
-  if (coopmat && lanes < 4) return false;  // (the emulated matrices: 256 elements over at most 64 per lane)
-  const uint32_t min_bk = coopmat ? 16 : std::max<uint32_t>(s, 4);
+  // (the emulated matrices: block^2 elements over at most block^2 / 4 per lane)
+  if (coopmat && lanes < 4) return false;
+  const uint32_t min_bk = coopmat ? block : std::max<uint32_t>(s, 4);
   int reduce = row_subgroup_reduce(caps, wg, s);
   // The cooperative-matrix kernels take the row statistics by shuffles (RFA_ROW_SG=2) only.
   if (coopmat) {
@@ -252,8 +263,8 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   auto fit = [&](bool apart, uint32_t& bq, uint32_t& bk) {
     bq = 64;
     bk = coopmat ? 64 : 32;  // the matrices: 64 x 64 at D = 32 in 48 KiB (NVIDIA's), fewer barriers a key
-    while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, apart) > caps.max_shared_memory) {
-      if (bk > 16) bk /= 2;
+    while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, apart, block ? block : 16) > caps.max_shared_memory) {
+      if (bk > 16 && bk > min_bk) bk /= 2;
       else if (bq > std::max<uint32_t>(nr, 16)) bq /= 2;
       else if (bk > min_bk) bk /= 2;  // large D: fewer keys a tile rather than no tile
       else return false;
@@ -262,9 +273,12 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   };
   uint32_t bq = 0, bk = 0, bq1 = 0, bk1 = 0;
   const bool two = fit(true, bq, bk);
-  // The matrices' subgroups each keep one 16-row block's Q fragments: a whole number of subgroups
-  // per row block.
-  if (coopmat && two && (wg / lanes) % (bq / 16) != 0) return false;
+  // The matrices' subgroups each keep one block row's Q fragments: a whole number of subgroups
+  // per row block (fewer rows where the subgroups are few: 4 subgroups of 8-row blocks, 32 rows),
+  // and at least as many rows as row threads.
+  if (coopmat && two)
+    while (bq > block && bq / 2 >= nr && (wg / lanes) % (bq / block) != 0) bq /= 2;
+  if (coopmat && two && ((wg / lanes) % (bq / block) != 0 || bq % block != 0)) return false;
   // One buffer (a barrier more a tile) only where it gives a larger tile or two do not fit.
   const bool one = !coopmat && fit(false, bq1, bk1) && (!two || bq1 * bk1 > bq * bk);
   if (!two && !one) return false;
@@ -279,7 +293,8 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   t.subgroup_reduce = sg;
   t.subgroup_shuffle = reduce == 2;
   t.kv_apart = !one;
-  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, !one);
+  t.coopmat_block = block;
+  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, !one, block ? block : 16);
   return true;
 }
 }  // namespace
@@ -395,16 +410,22 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   } else if (want_tile) {
     const bool f16_wanted = overrides.attention_f16_math == 1;
     const bool f16 = f16_wanted && caps.shader_float16;
-    // Cooperative matrices: off unless asked for (not yet run on a device that has them).
+    // Cooperative matrices: off unless asked for (not yet run on a GPU that has them): the KHR
+    // extension's where the device has it and this build has its kernels (glslang 15), else NV's;
+    // 2: the NV layout emulated by subgroup lanes (tests it on any device).
     const bool cm_wanted = overrides.attention_coopmat >= 1;
     const bool cm_emulated = overrides.attention_coopmat == 2;
+    const bool khr = !cm_emulated && caps.coopmat_khr() && gpu::find_shader("rfa_attention_tile_ck") != nullptr;
     const bool cm_device = cm_emulated ? caps.shader_float16 && (caps.subgroup_ops & VK_SUBGROUP_FEATURE_BASIC_BIT) &&
                                              caps.subgroup_size >= 4
-                                       : caps.coopmat_nv;
+                                       : khr || caps.coopmat_nv;
+    const uint32_t block = khr ? caps.coopmat_khr_block : 16;
+    const uint32_t wg_forced = overrides.attention_tile_workgroup > 0 ? (uint32_t)overrides.attention_tile_workgroup : 0;
     AttentionTiling tt = t;
-    tt.coopmat = cm_wanted && cm_device && choose_tile(caps, dim, f16, gate, true, tt);
+    tt.coopmat = cm_wanted && cm_device && choose_tile(caps, dim, f16, gate, block, wg_forced, tt);
     tt.coopmat_emulated = tt.coopmat && cm_emulated;
-    if (tt.coopmat || choose_tile(caps, dim, f16, gate, false, tt)) {
+    tt.coopmat_khr = tt.coopmat && khr;
+    if (tt.coopmat || choose_tile(caps, dim, f16, gate, 0, wg_forced, tt)) {
       tt.tile = true;
       tt.f16_math = f16 && !tt.coopmat;
       tt.direct_kv = false;
@@ -416,12 +437,15 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                std::to_string(tt.shared_bytes) + " B shared)" +
                (overrides.attention_tile == 1 ? ", forced" : ", prefill-sized call") +
                (tt.coopmat ? (cm_emulated ? ", cooperative matrices emulated by subgroup lanes (test mode)"
-                                          : ", cooperative matrices (fp16 in, fp32 sums)")
+                              : khr ? ", cooperative matrices (VK_KHR_cooperative_matrix " + std::to_string(block) + "x" +
+                                          std::to_string(block) + "x" + std::to_string(block) + ", fp16 in, fp32 sums)"
+                                    : ", cooperative matrices (VK_NV_cooperative_matrix 16x16x16, fp16 in, fp32 sums)")
                 : cm_wanted ? (cm_device ? (subgroup_shuffles(caps)
                                                 ? ", scalar (no cooperative-matrix tile fits this shape)"
                                                 : ", scalar (the cooperative-matrix tile needs subgroup shuffles)")
                                : cm_emulated ? ", scalar (emulated matrices need shaderFloat16 and subgroups)"
-                                             : ", scalar (the device has no VK_NV_cooperative_matrix 16x16x16 fp16)")
+                                             : ", scalar (the device has neither VK_KHR_cooperative_matrix's fp16 8x8x8 "
+                                               "or 16x16x16 nor VK_NV_cooperative_matrix 16x16x16 fp16)")
                             : "") +
                (tt.f16_math ? ", fp16 products" : (f16_wanted && !tt.coopmat ? ", fp32 (fp16 products need shaderFloat16)" : "")) +
                (tt.coopmat                ? ", row max/sum by subgroup shuffles"
@@ -583,7 +607,9 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
 
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16) {
   std::string n = family;
-  if (t.tile) n += t.coopmat ? (t.coopmat_emulated ? "_tile_cm_emu" : "_tile_cm") : t.f16_math ? "_tile_f16" : "_tile";
+  if (t.tile)
+    n += t.coopmat ? (t.coopmat_emulated ? "_tile_cm_emu" : t.coopmat_khr ? "_tile_ck" : "_tile_cm")
+                   : t.f16_math ? "_tile_f16" : "_tile";
   if (!t.coopmat && t.subgroup_reduce) n += t.subgroup_shuffle ? "_sx" : "_sg";
   return kv_f16 ? n + "_kv16" : n;
 }
@@ -629,7 +655,7 @@ Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
       .set(kAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1)
       .set(kAttnFIN, t.threads_per_row > 1 ? t.rows_per_group * D : 1).set_flag(kAttnDirectKv, t.direct_kv);
   switches(spec);
-  spec.set_flag(kAttnKvApart, t.kv_apart);
+  spec.set_flag(kAttnKvApart, t.kv_apart).set(kAttnCmBlock, t.coopmat_block ? t.coopmat_block : 16);
   auto pipe = ctx.pipelines().get<AttentionPush>(attention_kernel_name("rfa_attention", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};

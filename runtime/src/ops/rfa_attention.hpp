@@ -100,6 +100,8 @@ struct AttentionTiling {
   bool f16_math = false;            // the tile's Q/K/V tiles and products in fp16
   bool coopmat = false;             // the tile's two GEMMs on cooperative matrices (*_tile_cm)
   bool coopmat_emulated = false;    // ... emulated by subgroup lanes (*_tile_cm_emu; tests only)
+  bool coopmat_khr = false;         // ... on VK_KHR_cooperative_matrix (*_tile_ck), else NV's (*_tile_cm)
+  uint32_t coopmat_block = 0;       // the matrices' square block side (KHR: the device's 8 or 16; NV 16)
   bool subgroup_reduce = false;     // the scalar tile's row max/sum, the direct walk's merge of a
                                     // row's S states, by subgroup operations over a row group's
                                     // lanes (else through shared memory and barriers):
@@ -119,7 +121,7 @@ uint32_t tile_threads_per_group(uint32_t dim);
 // tile's row reductions without subgroup operations (subgroup_reduce false) add S floats a row;
 // kv_apart: its K and V tiles in two buffers (else one, V staged over K).
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat = false,
-                           bool subgroup_reduce = false, bool kv_apart = true);
+                           bool subgroup_reduce = false, bool kv_apart = true, uint32_t block = 16);
 // How a workgroup of `wg` threads in row groups of `s` threads (the scalar tile's row groups, the
 // direct walk's S threads per row) reduces over a row group (common/row_group_reduce.glsl): 1 by
 // clustered subgroup operations (the device has subgroup arithmetic and clustered operations in
@@ -149,7 +151,7 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                                        bool gate = false);
 
 // The shader of a tiling: `family` ("rfa_attention", "sdpa") + "_tile" / "_tile_f16" / "_tile_cm" /
-// "_tile_cm_emu", "_sg" / "_sx" for the clustered / shuffle subgroup reductions (the scalar tile's,
+// "_tile_ck" / "_tile_cm_emu", "_sg" / "_sx" for the clustered / shuffle subgroup reductions (the scalar tile's,
 // the direct walk's merge), + "_kv16".
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16);
 

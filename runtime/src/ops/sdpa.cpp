@@ -26,7 +26,8 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
       .set(kAttnBK, t.keys_per_tile).set(kAttnD, D).set(kAttnDC, t.merge_chunk)
       .set(kAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1)
       .set(kAttnFIN, t.threads_per_row > 1 ? t.rows_per_group * D : 1).set_flag(kAttnCausal, causal)
-      .set_flag(kSdpaDirectKv, t.direct_kv).set(kSdpaSplit, t.splits).set_flag(kSdpaKvApart, t.kv_apart);
+      .set_flag(kSdpaDirectKv, t.direct_kv).set(kSdpaSplit, t.splits).set_flag(kSdpaKvApart, t.kv_apart)
+      .set(kSdpaCmBlock, t.coopmat_block ? t.coopmat_block : 16);
   auto pipe = ctx.pipelines().get<shader::AttentionPush>(attention_kernel_name("sdpa", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const shader::AttentionPush push{n_new, cache.capacity, H, cache.window,
