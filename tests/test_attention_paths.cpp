@@ -152,7 +152,10 @@ TEST_CASE("the tiling is data: chosen from the device and the shape, with its re
   gpu::Capabilities cpu_caps = gpu_caps;
   cpu_caps.device_type = VK_PHYSICAL_DEVICE_TYPE_CPU;
   cpu_caps.subgroup_size = 8;
-  const KernelOptions none;
+  // The v2 decode path (key tiles in shared memory, 512 workgroups): the v3 one has a case of its own.
+  KernelOptions none;
+  none.attention_decode_registers = 0;
+  none.attention_split_cores = 0;
   // Decode at long context on a GPU: the keys split until about 512 workgroups run.
   auto t = ops::choose_attention_tiling(gpu_caps, none, 1, 32, 8, 65536);
   CHECK(t.splits == 64);
@@ -207,7 +210,9 @@ TEST_CASE("the tiling is data: chosen from the device and the shape, with its re
 TEST_CASE("the direct walk's merge is chosen as data: subgroup operations where whole subgroups hold a row's lanes") {
   gpu::Capabilities caps = fake_gpu_caps(VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
                                          VK_SUBGROUP_FEATURE_CLUSTERED_BIT);
-  const KernelOptions none;
+  // GPU decode steps with key tiles in shared memory (attention_decode_registers 0: the v2 path).
+  KernelOptions none;
+  none.attention_decode_registers = 0;
   // A decode step: S threads of one row, at most one 32-lane subgroup of them (64 do not fit one).
   auto t = ops::choose_attention_tiling(caps, none, 1, 32, 8, 65536);
   REQUIRE(!t.tile);
@@ -264,6 +269,38 @@ TEST_CASE("the direct walk's merge is chosen as data: subgroup operations where 
   CHECK(ops::row_subgroup_reduce(sx, 64, 16) == 2);
 }
 
+TEST_CASE("GPU decode steps (v3): K/V straight into registers, four subgroups a row, split by compute units") {
+  gpu::Capabilities caps = fake_gpu_caps(VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT |
+                                         VK_SUBGROUP_FEATURE_CLUSTERED_BIT);
+  caps.compute_units = 132;  // an H100's SMs
+  const KernelOptions v3;
+  auto t = ops::choose_attention_tiling(caps, v3, 1, 32, 8, 65536);
+  CHECK(t.direct_kv);  // no staging: no barrier inside the walk
+  CHECK(t.workgroup == 128);
+  CHECK(t.threads_per_row == 128);
+  CHECK(!t.subgroup_reduce);  // 128 lanes are more than one subgroup: merged once, in shared memory
+  // Two workgroups per SM: 264 over B x H = 8 rows -> 33 splits (the v2 target of 512: 64).
+  CHECK(t.splits == 33);
+  CHECK(t.why.find("two workgroups per compute unit (132 units)") != std::string::npos);
+  KernelOptions v2 = v3;
+  v2.attention_split_cores = 0;
+  CHECK(ops::choose_attention_tiling(caps, v2, 1, 32, 8, 65536).splits == 64);
+  // Without the device's count: a class default (64 for a discrete GPU).
+  caps.compute_units = 0;
+  t = ops::choose_attention_tiling(caps, v3, 1, 32, 8, 65536);
+  CHECK(t.splits == 16);
+  CHECK(t.why.find("class default") != std::string::npos);
+  // Forced staging, and prefill-sized calls, keep the tiles; CPU devices their own decode path.
+  KernelOptions staged = v3;
+  staged.attention_direct_kv = 0;
+  CHECK(!ops::choose_attention_tiling(caps, staged, 1, 32, 8, 65536).direct_kv);
+  CHECK(!ops::choose_attention_tiling(caps, v3, 64, 32, 8, 65536).direct_kv);
+  gpu::Capabilities cpu = caps;
+  cpu.device_type = VK_PHYSICAL_DEVICE_TYPE_CPU;
+  cpu.subgroup_size = 8;
+  CHECK(ops::choose_attention_tiling(cpu, v3, 1, 32, 8, 4096).workgroup == 8);
+}
+
 TEST_CASE("subgroup-lane kernels only where full subgroups of a required size can be asked for") {
   // An Intel-like GPU: reports 32 lanes but may run a compute shader 8 or 16 wide. Without subgroup
   // size control (or without compute among requiredSubgroupSizeStages, as MoltenVK's M1) the lane
@@ -299,7 +336,9 @@ TEST_CASE("subgroup-lane kernels only where full subgroups of a required size ca
   auto t = ops::choose_attention_tiling(intel, none, 512, 32, 8, 4096);
   CHECK(t.subgroup_reduce);
   CHECK(ops::attention_kernel_name("rfa_attention", t, false) == "rfa_attention_tile_sg");
-  t = ops::choose_attention_tiling(intel, none, 1, 32, 8, 65536);
+  KernelOptions staged;  // the v2 decode path: one subgroup of a row's threads, merged in it
+  staged.attention_decode_registers = 0;
+  t = ops::choose_attention_tiling(intel, staged, 1, 32, 8, 65536);
   CHECK(t.subgroup_reduce);
   CHECK(t.threads_per_row <= 32);
   // A default outside the range the driver lets a pipeline require: the nearest size it allows.

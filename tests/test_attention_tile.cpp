@@ -297,7 +297,8 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
   gpu_caps.shader_float16 = true;
   t = ops::choose_attention_tiling(gpu_caps, on, 512, 32, 8, 4096);
   CHECK(t.f16_math);
-  CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, 32, true, false));
+  CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, 32, true, false, false, false, true,
+                                                 16, t.v3.pad));
   CHECK(!ops::choose_attention_tiling(gpu_caps, none, 512, 32, 8, 4096).f16_math);  // off unless asked
   // Cooperative matrices: only on request, on a device that has them, for any D (2D zero-padded to
   // whole 16-wide blocks).
@@ -334,7 +335,8 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
       CHECK(!u.f16_math);
       CHECK(u.rows_per_group % 16 == 0);
       CHECK(u.keys_per_tile % 16 == 0);
-      CHECK(u.shared_bytes == ops::tile_shared_bytes(u.rows_per_group, u.keys_per_tile, D, false, gate, true));
+      CHECK(u.shared_bytes == ops::tile_shared_bytes(u.rows_per_group, u.keys_per_tile, D, false, gate, true, false,
+                                                     true, 16, u.v3.pad));
       CHECK(u.shared_bytes <= nv.max_shared_memory);
       CHECK(ops::attention_kernel_name("rfa_attention", u, true) == "rfa_attention_tile_cm_kv16");
     }
@@ -349,7 +351,8 @@ TEST_CASE("the tile is chosen as data: GPUs' prefill, sized to shared memory, re
   CHECK(t.keys_per_tile == 8);
   CHECK(t.shared_bytes <= 16384);
   CHECK(!t.kv_apart);  // K and V tiles in two buffers do not fit: V staged over K
-  CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, 64, false, true, false, false, false));
+  CHECK(t.shared_bytes ==
+        ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, 64, false, true, false, false, false, 16, t.v3.pad));
   CHECK(t.why.find("V staged over K") != std::string::npos);
   gpu_caps.max_shared_memory = 8192;
   t = ops::choose_attention_tiling(gpu_caps, none, 512, 64, 8, 4096, true);

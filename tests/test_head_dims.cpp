@@ -230,7 +230,7 @@ TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") 
           }
           CHECK(t.shared_bytes <= shared);
           CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, D, false, gate, t.coopmat,
-                                                         t.subgroup_reduce, t.kv_apart));
+                                                         t.subgroup_reduce, t.kv_apart, 16, t.v3.pad));
           CHECK(D % t.threads_per_row == 0);
           CHECK(t.keys_per_tile % t.threads_per_row == 0);
           const uint32_t nr = t.workgroup / t.threads_per_row;

@@ -86,7 +86,12 @@ class ContextOptions(ctypes.Structure):
                [(n, c_int) for n in ("attention_direct_kv", "attention_lag_table", "attention_split_k", "attention_tile",
                                      "attention_f16_math", "attention_coopmat", "push_descriptors",
                                      "capture_pipeline_statistics")] + \
-               [("max_storage_buffer_range", ctypes.c_uint64), ("max_storage_buffers_per_stage", ctypes.c_uint32)]
+               [("max_storage_buffer_range", ctypes.c_uint64), ("max_storage_buffers_per_stage", ctypes.c_uint32)] + \
+               [(n, c_int) for n in ("attention_tile_workgroup", "attention_fma", "attention_q_registers",
+                                     "attention_pad_strides", "attention_f16_chunk", "attention_prefetch",
+                                     "attention_raw_f16", "attention_lag_e2", "attention_decode_registers",
+                                     "attention_split_cores", "verify_kernels")] + \
+               [("kernel_cache", c_char_p)]
 
 
 def context_options_from_environment(options, environ=None):
@@ -119,6 +124,25 @@ def context_options_from_environment(options, environ=None):
         options.attention_split_k = max(0, n)
     if get("RFA_ATTN_COOPMAT"):
         options.attention_coopmat = {"1": 1, "2": 2}.get(get("RFA_ATTN_COOPMAT"), 0)
+    for name, field in (("RFA_ATTN_FMA", "attention_fma"), ("RFA_ATTN_Q_REGISTERS", "attention_q_registers"),
+                        ("RFA_ATTN_PAD_STRIDES", "attention_pad_strides"), ("RFA_ATTN_PREFETCH", "attention_prefetch"),
+                        ("RFA_ATTN_RAW_F16", "attention_raw_f16"), ("RFA_ATTN_LAG_E2", "attention_lag_e2"),
+                        ("RFA_ATTN_DECODE_REGISTERS", "attention_decode_registers"),
+                        ("RFA_ATTN_SPLIT_CORES", "attention_split_cores")):
+        if get(name):
+            setattr(options, field, 1 if get(name) == "1" else 0)
+    for name, field, least in (("RFA_ATTN_TILE_WORKGROUP", "attention_tile_workgroup", 0),
+                               ("RFA_ATTN_F16_CHUNK", "attention_f16_chunk", 1)):
+        if get(name):
+            try:
+                n = int(get(name).strip())
+            except ValueError:
+                n = least
+            setattr(options, field, max(least, n))
+    if get("RFA_VERIFY_KERNELS"):
+        options.verify_kernels = 0 if get("RFA_VERIFY_KERNELS") == "0" else 1
+    if not options.kernel_cache and get("RFA_KERNEL_CACHE"):
+        options.kernel_cache = get("RFA_KERNEL_CACHE").encode()
     if get("RFA_NO_PUSH_DESCRIPTORS"):
         options.push_descriptors = 1 if get("RFA_NO_PUSH_DESCRIPTORS") == "0" else 0
     return options
@@ -188,6 +212,7 @@ _PROTOTYPES = {
     "rfa_context_destroy": (None, [c_void_p]),
     "rfa_context_validation_messages": (ctypes.c_uint64, [c_void_p]),
     "rfa_context_capabilities": (c_char_p, [c_void_p]),
+    "rfa_context_kernel_refusals": (c_char_p, [c_void_p]),
     "rfa_context_device": (c_int, [c_void_p, P(c_char_p), P(c_char_p)]),
     "rfa_model_load": (c_int, [c_char_p, P(c_void_p)]),
     "rfa_model_destroy": (None, [c_void_p]),

@@ -39,18 +39,30 @@ class Context:
     reuses one context per device string."""
 
     @checked
-    def __init__(self, device=None, validation=None):
+    def __init__(self, device=None, validation=None, verify_kernels=None, kernel_cache=None):
+        """verify_kernels: True checks every attention path the kernel chooser can take on the device
+        when the context is created and never chooses one that failed (ContextOptions::verify_kernels;
+        None follows RFA_VERIFY_KERNELS); kernel_cache: a file that keeps the verdicts per device and
+        driver (None follows RFA_KERNEL_CACHE)."""
         if device is not None and not isinstance(device, (str, int)) or isinstance(device, bool):
             raise _args.bad("device must be None, an index or a name substring, got %r" % (device,))
         if validation not in (None, True, False, 0, 1):
             raise _args.bad("validation must be None, True or False, got %r" % (validation,))
+        if verify_kernels not in (None, True, False, 0, 1):
+            raise _args.bad("verify_kernels must be None, True or False, got %r" % (verify_kernels,))
+        if kernel_cache is not None and not isinstance(kernel_cache, (str, os.PathLike)):
+            raise _args.bad("kernel_cache must be None or a path, got %r" % (kernel_cache,))
         h = c_void_p()
         dev = None if device is None else str(device).encode()
         opts = _lib.ContextOptions()
         _lib.lib().rfa_context_options_default(ctypes.byref(opts))
         opts.device = dev
         opts.validation = -1 if validation is None else int(bool(validation))
+        if kernel_cache is not None:
+            opts.kernel_cache = os.fsencode(kernel_cache)
         _lib.context_options_from_environment(opts)
+        if verify_kernels is not None:
+            opts.verify_kernels = int(bool(verify_kernels))
         _lib.call("rfa_context_create_ex", ctypes.byref(opts), ctypes.byref(h))
         self._h = h
         # Raw handles of the live sessions on this context. Closing the context closes them first:
@@ -67,6 +79,13 @@ class Context:
         """The device's limits and features as the runtime sees them, the binding mode and the attention
         paths it would take (rfa::Context::capabilities_summary), as text."""
         return _lib.text(_lib.lib().rfa_context_capabilities(self._h))
+
+    @property
+    def kernel_refusals(self):
+        """The attention paths the kernel check refused on this device (verify_kernels), one string
+        each: the kernel, its error and what the chooser no longer takes. [] when none."""
+        text = _lib.text(_lib.lib().rfa_context_kernel_refusals(self._h))
+        return [line for line in text.split("\n") if line]
 
     @property
     def validation_messages(self):

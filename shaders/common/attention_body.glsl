@@ -63,6 +63,32 @@ const bool WANT_VCOV = false;
 // CPU devices (lavapipe): read keys and values straight from the cache instead of staging tiles in
 // shared memory. There "global" memory is the CPU cache already, and every barrier switches all
 // the workgroup's invocations; without staging the prefill loop needs no barrier at all.
+// The v3 switches (docs/math.md §9, "Kernels v3"; each a KernelOptions field, so that one build
+// times old and new side by side): FMA the cross term as two explicit fused multiply-adds per
+// complex dimension (else dot + add); Q_REGS the scalar tile's Q rows in registers for the whole
+// walk (else re-read from shared memory per dimension); PAD the p E (and the matrices' cross-term)
+// rows padded to 8 words mod 32 (no bank conflicts between a subgroup's row groups; else 1 and 4);
+// F16C dims whose fp16 products are summed in fp16 before one conversion (fp16 products; 1: every
+// product converted); PREFETCH the matrix tile's next K and V loaded into registers before the
+// pair terms (software pipelining); RAW_F16 fp16 cache words copied into the matrices' fp16 tiles
+// as they are (else unpacked to fp32 and converted back); LAG_E2 E^2 read from the lag table.
+#if RFA_SDPA
+layout(constant_id = kSdpaFma) const bool FMA = true;
+layout(constant_id = kSdpaQRegs) const bool Q_REGS = false;
+layout(constant_id = kSdpaPad) const bool PAD = true;
+layout(constant_id = kSdpaF16Chunk) const uint F16C = 4;
+layout(constant_id = kSdpaPrefetch) const bool PREFETCH = true;
+layout(constant_id = kSdpaRawF16) const bool RAW_F16 = true;
+const bool LAG_E2 = false;
+#else
+layout(constant_id = kAttnFma) const bool FMA = true;
+layout(constant_id = kAttnQRegs) const bool Q_REGS = false;
+layout(constant_id = kAttnPad) const bool PAD = true;
+layout(constant_id = kAttnF16Chunk) const uint F16C = 4;
+layout(constant_id = kAttnPrefetch) const bool PREFETCH = true;
+layout(constant_id = kAttnRawF16) const bool RAW_F16 = true;
+layout(constant_id = kAttnLagE2) const bool LAG_E2 = true;
+#endif
 #if RFA_SDPA
 layout(constant_id = kSdpaDirectKv) const bool DIRECT_KV = false;
 layout(constant_id = kSdpaSplit) const uint SPLIT = 1;  // key splits per row (split-k)
@@ -165,6 +191,7 @@ LagTerms entry_terms(Head P, float lag, vec4 e) {
   LagTerms t;
   t.dt = lag + P.shift;
   t.E = e.x;
+  t.E2 = LAG_E2 ? e.w : e.x * e.x;  // the table's spare slot holds E * E
   t.B = e.y;
   t.P = e.z;
   t.vcov = 1.0;  // not needed by the logit
@@ -179,6 +206,9 @@ LagTerms pair_lag_terms(Head P, uint h, float lag) {
   return lag_terms(P, lag);
 }
 #endif
+
+// acc + Re(conj(q) k): two explicit fused multiply-adds (FMA), or dot() and an add.
+float cross_add(float acc, vec2 q, vec2 k) { return FMA ? fma(q.y, k.y, fma(q.x, k.x, acc)) : acc + dot(q, k); }
 
 #if RFA_TILE
 #include "attention_tile.glsl"
@@ -303,7 +333,7 @@ void main() {
       for (uint jj = jbeg + sidx; jj < jend; jj += S) {
         const uint ks = DIRECT_KV ? slot_of(j0 + jj) : 0;
         float cross = 0.0;
-        [[unroll]] for (uint d = 0; d < D; ++d) cross += dot(q[d], KEY(ks, jj, d));
+        [[unroll]] for (uint d = 0; d < D; ++d) cross = cross_add(cross, q[d], KEY(ks, jj, d));
 #if RFA_SDPA
         lg[jj] = cross;
 #else

@@ -26,10 +26,11 @@
 // group (S divides D and BK: the largest power of two up to 8 dividing D), NR = WG / S row threads,
 // TR = BQ / NR rows, TC = BK / S keys and TD = D / S dims per thread. Any D: every array is sized
 // from these constants, and the loops over D run in whole rounds (the hand-over's last round of
-// OUT_CHUNK dims may be partial). Strides are padded by one element so that the S threads of a row
-// group read different banks. With RFA_TILE_F16 the Q, K and V tiles hold fp16 and the products
-// of phases A and D are fp16 (one rounding each); every sum, the softmax statistics and the
-// accumulators stay fp32 (docs/math.md §9 bounds the error).
+// OUT_CHUNK dims may be partial). Strides are padded so that the S threads of a row group read
+// different banks. With RFA_TILE_F16 the Q, K and V tiles hold fp16 and the products of phases A
+// and D are fp16 (one rounding each; phase A sums F16C products in fp16 before one conversion);
+// every other sum, the softmax statistics and the accumulators stay fp32 (docs/math.md §9 bounds
+// the error).
 #ifndef RFA_ATTENTION_TILE_GLSL
 #define RFA_ATTENTION_TILE_GLSL
 
@@ -41,11 +42,9 @@
 #endif
 #if RFA_TILE_F16
 #define TILE_T f16vec2
-#define TILE_DOT(a, b) float(dot(a, b))
 #define TILE_WEIGHTED(p, v) vec2(float16_t(p) * (v))
 #else
 #define TILE_T vec2
-#define TILE_DOT(a, b) dot(a, b)
 #define TILE_WEIGHTED(p, v) ((p) * (v))
 #endif
 
@@ -54,7 +53,10 @@ const uint TR = BQ / NR;   // rows per thread
 const uint TC = BK / S;    // keys per thread (phase A)
 const uint TD = D / S;     // complex dims per thread (phase D)
 const uint DP = D + 1;     // padded row strides
-const uint BKP = BK + 1;
+// p E rows: BK + 8 words (PAD) puts the row groups of a subgroup 8 banks apart, so that row group
+// tr's lanes tc (stores tp[r BKP + tc + S b], S = 8) hit banks 8 tr + tc, all distinct; BK + 1
+// (stride 33) gave banks tr + tc, up to 4-way conflicts.
+const uint BKP = PAD ? BK + 8 : BK + 1;
 
 #if RFA_TILE_CM
 // RFA_TILE_CM: phases A and D on cooperative matrices, fp16 in, fp32 accumulate, one CMB x CMB
@@ -78,7 +80,7 @@ const uint CMB = 16;  // NV's 16 x 16 x 16 (and its emulation)
 #endif
 const uint D2 = (2 * D + CMB - 1) / CMB * CMB;
 const uint HS = D2 + 8;      // the halves of a Q/K/V tile row
-const uint CS = BK + 4;      // the floats of a cross-term row
+const uint CS = PAD ? BK + 8 : BK + 4;  // the floats of a cross-term row (8 mod 32: reads without conflicts)
 const uint PS = BK + 8;      // the halves of a weight row
 const uint VS = D2 + 4;      // the floats of a P V row
 shared float16_t tq[BQ * HS];
@@ -97,6 +99,25 @@ const float PE_SCALE = 16384.0, PE_UNSCALE = 1.0 / 16384.0;
 #define TILE_OUT tmat
 const uint OUT_ROW = VS;
 const uint OUT_CHUNK = D;  // every dim in one round of the hand-over (BQ x 2D floats fit)
+// One cache word (KV_T: a vec2, or with RFA_KV_F16 a uint of two packed halves) into the fp16 K/V
+// tile at o: fp16 words as they are (RAW_F16: unpackFloat2x16, no conversion), else through fp32.
+void stage_kv_half2(uint o, KV_T w) {
+#if RFA_KV_F16
+  if (RAW_F16) {
+    const f16vec2 h = unpackFloat2x16(w);
+    tkv[o] = h.x;
+    tkv[o + 1] = h.y;
+    return;
+  }
+#endif
+  const vec2 x = KV_LOAD(w);
+  tkv[o] = float16_t(x.x);
+  tkv[o + 1] = float16_t(x.y);
+}
+// Software pipelining (PREFETCH): each thread's share of the next tile's K and V cache words (its
+// elements tid + q WG of the tile's BK x D), loaded before this tile's pair terms and stored into
+// the tiles when they are free, so that the global loads run under phases B to D.
+const uint KPT = PREFETCH ? (BK * D + WG - 1) / WG : 1;
 
 // One subgroup's CMB x CMB output block C = sum over CMB-wide steps of A (CMB x CMB) B (CMB x CMB),
 // the operands loaded from shared arrays at an element offset and stride, row- or column-major:

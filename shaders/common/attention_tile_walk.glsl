@@ -65,6 +65,18 @@
 
   vec2 acc_t[TR * TD];
   [[unroll]] for (uint k = 0; k < TR * TD; ++k) acc_t[k] = vec2(0.0);
+#if RFA_TILE_CM
+  KV_T kpre[KPT], vpre[KPT];  // the next tile's K and V words (PREFETCH)
+#else
+  // Q_REGS: the thread's TR rows of the Q tile in registers for the whole walk (phase A reads them
+  // D times a tile, each serving TC keys). One barrier more, once: the tile staged by all threads.
+  TILE_T qreg[Q_REGS ? TR * D : 1];
+  if (Q_REGS) {
+    barrier();
+    [[unroll]] for (uint a = 0; a < TR; ++a)
+      [[unroll]] for (uint d = 0; d < D; ++d) qreg[a * D + d] = tq[(tr + NR * a) * DP + d];
+  }
+#endif
   // Per row of the thread: the row's maximum (base 2; the same in the S lanes of its group) and
   // this lane's share of the row sum relative to it; the gate's energy log-sum-exp over this
   // lane's keys alone (merged across the lanes after the last tile).
@@ -88,10 +100,15 @@
   for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
 #if RFA_TILE_CM
-    for (uint e = tid; e < nk * D; e += WG) {  // K as (re, im) halves: the MMA's rows
-      const vec2 x = KV_LOAD(Kc[(base + slot_of(j0 + e / D)) * D + e % D]);
-      tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
-      tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
+    const bool first = j0 == kv_begin;  // (later tiles' K and V were prefetched into registers)
+    if (PREFETCH && !first) {
+      [[unroll]] for (uint q = 0; q < KPT; ++q) {
+        const uint e = tid + q * WG;
+        if (e < nk * D) stage_kv_half2((e / D) * HS + 2 * (e % D), kpre[q]);
+      }
+    } else {
+      for (uint e = tid; e < nk * D; e += WG)  // K as (re, im) halves: the MMA's rows
+        stage_kv_half2((e / D) * HS + 2 * (e % D), Kc[(base + slot_of(j0 + e / D)) * D + e % D]);
     }
 #else
     for (uint e = tid; e < nk * D; e += WG) {
@@ -121,21 +138,55 @@
     barrier();
     [[unroll]] for (uint a = 0; a < TR; ++a)
       [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) s[a * TC + b2] = tmat[(tr + NR * a) * CS + tc + S * b2];
-    for (uint e = tid; e < BK * D; e += WG) {
-      const vec2 x = e / D < nk ? KV_LOAD(Vc[(base + slot_of(j0 + e / D)) * D + e % D]) : vec2(0.0);
-      tkv[(e / D) * HS + 2 * (e % D)] = float16_t(x.x);
-      tkv[(e / D) * HS + 2 * (e % D) + 1] = float16_t(x.y);
+    const KV_T zero_word = KV_T(0);
+    if (PREFETCH && !first) {
+      [[unroll]] for (uint q = 0; q < KPT; ++q) {
+        const uint e = tid + q * WG;
+        if (e < BK * D) stage_kv_half2((e / D) * HS + 2 * (e % D), e / D < nk ? vpre[q] : zero_word);
+      }
+    } else {
+      for (uint e = tid; e < BK * D; e += WG)
+        stage_kv_half2((e / D) * HS + 2 * (e % D), e / D < nk ? Vc[(base + slot_of(j0 + e / D)) * D + e % D] : zero_word);
+    }
+    // The next tile's K and V words, in flight while this tile's pair terms, softmax and P V run.
+    if (PREFETCH && j0 + BK < kv_end) {
+      const uint j1 = j0 + BK, nk1 = min(BK, kv_end - j1);
+      [[unroll]] for (uint q = 0; q < KPT; ++q) {
+        const uint e = tid + q * WG;
+        const uint g = (base + slot_of(j1 + min(e / D, nk1 - 1))) * D + e % D;  // (in range; unused past nk1)
+        kpre[q] = Kc[g];
+        vpre[q] = Vc[g];
+      }
     }
 #else
     [[unroll]] for (uint k = 0; k < TR * TC; ++k) s[k] = 0.0;
+#define TILE_Q(a, d) (Q_REGS ? qreg[(a) * D + (d)] : tq[(tr + NR * (a)) * DP + (d)])
+#if RFA_TILE_F16
+    // fp16 products summed in fp16 over F16C dims, then converted once (F16C = 1: every product).
+    [[unroll]] for (uint d0 = 0; d0 < D; d0 += F16C) {
+      float16_t hsum[TR * TC];
+      [[unroll]] for (uint k = 0; k < TR * TC; ++k) hsum[k] = float16_t(0.0);
+      [[unroll]] for (uint d = d0; d < min(d0 + F16C, D); ++d) {
+        TILE_T kk[TC];
+        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) kk[b2] = tkv[(tc + S * b2) * DP + d];
+        [[unroll]] for (uint a = 0; a < TR; ++a) {
+          const TILE_T qq = TILE_Q(a, d);
+          [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) hsum[a * TC + b2] += dot(qq, kk[b2]);
+        }
+      }
+      [[unroll]] for (uint k = 0; k < TR * TC; ++k) s[k] += float(hsum[k]);
+    }
+#else
     [[unroll]] for (uint d = 0; d < D; ++d) {
       TILE_T kk[TC];
       [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) kk[b2] = tkv[(tc + S * b2) * DP + d];
       [[unroll]] for (uint a = 0; a < TR; ++a) {
-        const TILE_T qq = tq[(tr + NR * a) * DP + d];
-        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) s[a * TC + b2] += TILE_DOT(qq, kk[b2]);
+        const TILE_T qq = TILE_Q(a, d);
+        [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) s[a * TC + b2] = cross_add(s[a * TC + b2], qq, kk[b2]);
       }
     }
+#endif
+#undef TILE_Q
 #endif
 
     // B. The pair terms and the mask of the thread's own pairs, the logits over the cross terms.

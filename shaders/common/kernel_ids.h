@@ -13,12 +13,16 @@ RFA_SHARED_BEGIN
 const uint kAttnWG = 0, kAttnBQ = 1, kAttnS = 2, kAttnBK = 3, kAttnD = 4, kAttnDC = 5, kAttnRED = 6, kAttnFIN = 7,
            kAttnCausal = 8, kAttnCov = 9, kAttnBias = 10, kAttnPrec = 11, kAttnRobust = 12, kAttnFullResid = 13,
            kAttnCounterRot = 14, kAttnShiftRot = 15, kAttnGate = 16, kAttnOutNorm = 17, kAttnDirectKv = 18,
-           kAttnSplit = 19, kAttnPhase = 20, kAttnKvApart = 21, kAttnCmBlock = 22;
+           kAttnSplit = 19, kAttnPhase = 20, kAttnKvApart = 21, kAttnCmBlock = 22,
+           // The v3 switches (KernelOptions::attention_fma, ... : docs/math.md §9, "Kernels v3").
+           kAttnFma = 23, kAttnQRegs = 24, kAttnPad = 25, kAttnF16Chunk = 26, kAttnPrefetch = 27, kAttnRawF16 = 28,
+           kAttnLagE2 = 29;
 // Its bindings the ops swap (the split-k partials: written by the kernel, read by the reduce).
 const uint kAttnBindPartials = 17;
 
 // The SDPA yardstick: the fused kernel's first nine ids, then its own.
-const uint kSdpaDirectKv = 9, kSdpaSplit = 10, kSdpaKvApart = 11, kSdpaCmBlock = 12;
+const uint kSdpaDirectKv = 9, kSdpaSplit = 10, kSdpaKvApart = 11, kSdpaCmBlock = 12, kSdpaFma = 13, kSdpaQRegs = 14,
+           kSdpaPad = 15, kSdpaF16Chunk = 16, kSdpaPrefetch = 17, kSdpaRawF16 = 18;
 const uint kSdpaBindPartials = 7;
 
 // AFA's fused kernel (common/afa_attention_body.glsl).

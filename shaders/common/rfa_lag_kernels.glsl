@@ -75,7 +75,7 @@ float rfa_log2_1p(float x) {
 float rfa_log1p(float x) { return RFA_LN2 * rfa_log2_1p(x); }
 
 struct LagTerms {
-  float dt, E, vcov, B, P;
+  float dt, E, E2, vcov, B, P;  // E2 = E * E (the lag table keeps it beside E, B, P)
 };
 
 // Every kernel of head p at raw lag `lag` (already |t_i - t_j| or t_i - t_j).
@@ -85,6 +85,7 @@ LagTerms lag_terms(Head p, float lag) {
   const float e = clamp(-p.mu * r.dt, p.min_exp, p.max_exp);
   r.E = exp(e);
   const float E2 = r.E * r.E;
+  r.E2 = E2;
   r.vcov = 1.0;
   if (BIAS == 1 || PREC == 1 || WANT_VCOV) {
     const float om = -rfa_expm1(2.0 * e);  // 1 - E^2

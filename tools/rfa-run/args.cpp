@@ -18,7 +18,11 @@ const char* kUsage =
     "usage: rfa-run [--model DIR] [--device SEL] [input] [options]\n"
     "  --list-devices            list Vulkan devices and exit\n"
     "  --version                 print the version and exit\n"
-    "  --self-check              run a Linear op on the device against the CPU and exit\n"
+    "  --self-check              check a Linear op and every attention path the kernel chooser can take on\n"
+    "                            the device against the CPU (one line each: kernel, worst error, time) and exit\n"
+    "  --verify-kernels          check the attention paths when the device is opened and never choose a failed\n"
+    "                            one (ContextOptions::verify_kernels; default: RFA_VERIFY_KERNELS)\n"
+    "  --kernel-cache FILE       keep --verify-kernels' verdicts in FILE per device and driver (RFA_KERNEL_CACHE)\n"
     "  --model DIR               model folder (config.json + model.safetensors); default: the bundled spiral-filter\n"
     "  --device SEL              device index or name substring (default: RFA_DEVICE, else the best device)\n"
     "  --device-profile NAME     keep to the limits of a device profile on top of the real device's\n"
@@ -80,11 +84,12 @@ int parse(int argc, char** argv, Args& a) {
                                                    {"--prompt", &a.prompt},     {"--tokens", &a.tokens},
                                                    {"--signal", &a.signal},     {"--timestamps", &a.timestamps},
                                                    {"--dump", &a.dump},         {"--dump-attention", &a.dump_attention},
-                                                   {"--dump-diagnostics", &a.diagnostics.dir}};
+                                                   {"--dump-diagnostics", &a.diagnostics.dir},
+                                                   {"--kernel-cache", &a.kernel_cache}};
   const std::map<std::string, bool*> flags = {{"--list-devices", &a.list_devices}, {"--version", &a.version},
                                               {"--self-check", &a.self_check},     {"--json", &a.json},
                                               {"--stream", &a.stream},             {"--cpu-reference", &a.cpu},
-                                              {"--summary", &a.summary}};
+                                              {"--summary", &a.summary},           {"--verify-kernels", &a.verify_kernels}};
   const std::set<std::string> numbers = {"--generate", "--kv",    "--window", "--max-context", "--diagnostics-window",
                                          "--diagnostics-alphas", "--top-k", "--seed", "--temperature", "--top-p"};
   std::set<std::string> seen;

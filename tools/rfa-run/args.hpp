@@ -11,9 +11,9 @@
 namespace rfa::cli {
 
 struct Args {
-  std::string model, device, device_profile, prompt, tokens, signal, timestamps, dump, dump_attention;
+  std::string model, device, device_profile, prompt, tokens, signal, timestamps, dump, dump_attention, kernel_cache;
   bool list_devices = false, version = false, self_check = false, json = false, stream = false, cpu = false,
-       summary = false;
+       summary = false, verify_kernels = false;
   int generate = 0, max_context = 0;
   // --window: 0 (the default, also `--window 0`) runs the model's own window (args.attention_window,
   // none when it has none), N > 0 a window of N, -1 (`--window none`) no window at all: the values

@@ -20,13 +20,26 @@ int run_self_check(Context& ctx, bool json) {
     return 5;
   }
   const DeviceInfo di = ctx.device_info();
-  if (json)
-    std::printf("{\"device\":\"%s\",\"self_check\":\"%s\",\"max_abs_error\":%.3g}\n", di.name.c_str(),
+  if (json) {
+    std::printf("{\"device\":\"%s\",\"self_check\":\"%s\",\"max_abs_error\":%.3g,\"attention\":[", di.name.c_str(),
                 r->pass ? "pass" : "fail", r->max_abs_error);
-  else
+    for (size_t i = 0; i < r->attention.size(); ++i) {
+      const KernelCheck& k = r->attention[i];
+      std::printf("%s{\"path\":\"%s\",\"kernel\":\"%s\",\"worst_error\":%.3g,\"bound\":%.3g,\"ms\":%.3f,"
+                  "\"pass\":%s}",
+                  i ? "," : "", k.path.c_str(), k.kernel.c_str(), k.worst_error, k.bound, k.ms, k.pass ? "true" : "false");
+    }
+    std::printf("]}\n");
+  } else {
     std::printf("%s\nself-check: Linear [%d x %d] -> %d on %s vs double-precision CPU: max |error| = %.2e  %s\n",
                 ctx.capabilities_summary().c_str(), r->rows, r->in, r->out, di.name.c_str(), r->max_abs_error,
-                r->pass ? "PASS" : "FAIL");
+                r->max_abs_error < 1e-3 ? "PASS" : "FAIL");
+    // Every attention path the chooser can take here: what was forced, the kernel, its error, time.
+    std::printf("self-check: attention paths vs a double-precision CPU evaluation (|gpu - cpu| / (1 + |cpu|)):\n");
+    for (const KernelCheck& k : r->attention)
+      std::printf("  %-40s %-46s %9.2e <= %7.1e %8.2f ms  %s\n", k.path.c_str(), k.kernel.c_str(), k.worst_error,
+                  k.bound, k.ms, k.pass ? "PASS" : "FAIL");
+  }
   return r->pass ? 0 : 5;
 }
 

@@ -196,6 +196,8 @@ int need_context(const Args& a) {
   ContextOptions copts;
   copts.device = a.device;
   copts.device_profile = a.device_profile;
+  copts.verify_kernels = a.verify_kernels;
+  copts.kernel_cache = a.kernel_cache;
   // The library never reads the environment: RFA_DEVICE, RFA_VALIDATION, RFA_DEVICE_PROFILE and
   // the kernel variables are read here, the flags first (rfa/environment.hpp).
   auto c = Context::create(context_options_from_environment(copts));
@@ -572,6 +574,13 @@ void print_report(const Args& a, const Loaded& l, const Input& in, const Outputs
       for (size_t i = 0; i < out.generated.size(); ++i)
         std::printf("%s%lld", i ? "," : "", (long long)out.generated[i]);
       std::printf("],\"text\":\"%s\"", json_escape(text).c_str());
+    }
+    // The paths the kernel check refused (--verify-kernels), each with its reason.
+    if (g_ctx && !a.cpu) {
+      const std::vector<std::string> refused = g_ctx->kernel_refusals();
+      std::printf(",\"kernel_refusals\":[");
+      for (size_t i = 0; i < refused.size(); ++i) std::printf("%s\"%s\"", i ? "," : "", json_escape(refused[i]).c_str());
+      std::printf("]");
     }
     std::printf("}\n");
   } else {

@@ -54,6 +54,19 @@ struct KernelOptions {
                                  // subgroup lanes (tests it on any device)
   int attention_tile_workgroup = -1;  // -1 device's choice (128 threads); n: the tile's workgroup of n threads (whole
                                       // row groups and subgroups): e.g. 4 subgroups, the matrices' shape on NVIDIA
+  // The kernels-v3 switches (docs/math.md §9, "Kernels v3"): each -1 the default named, 0 the old
+  // kernel, 1 the new, so that scripts/gpu-report.sh times both in one run. Results agree to fp32
+  // rounding (fp16: within the fp16 bounds) either way.
+  int attention_fma = -1;             // -1 on: cross terms as two explicit FMAs per complex dim (0: dot + add)
+  int attention_q_registers = -1;     // -1 off: the scalar tile's Q rows in registers (0: read from shared memory)
+  int attention_pad_strides = -1;     // -1 on: p E and cross-term rows padded to 8 words mod 32 (no bank conflicts)
+  int attention_f16_chunk = -1;       // -1 4: fp16 products summed in fp16 over n dims before one conversion (1: each)
+  int attention_prefetch = -1;        // -1 on: the matrix tile loads the next K/V into registers before phase B
+  int attention_raw_f16 = -1;         // -1 on: fp16 cache words copied into the matrices' tiles unconverted
+  int attention_lag_e2 = -1;          // -1 on: E^2 read from the lag table's spare slot (0: E * E per pair)
+  int attention_decode_registers = -1;  // -1 on (GPUs): decode steps read K/V straight into registers, several
+                                        // subgroups a row, no barrier in the walk (0: key tiles in shared memory)
+  int attention_split_cores = -1;     // -1 on: split-k aims at two workgroups per compute unit of the device (0: 512)
   bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
 };
 // Device profiles (docs/device-profiles.md): the limits and features of a device the runtime is not
@@ -99,6 +112,15 @@ struct ContextOptions {
   // what a kernel binds, that kernel runs with packed bindings (every tensor in one arena buffer,
   // docs/device-profiles.md), as on phones that allow 4; this runs that path on any device.
   uint32_t max_storage_buffers_per_stage = 0;
+  // Check every attention path the kernel chooser can take on this device (the attention part of
+  // rfa-run --self-check: small cases against a CPU evaluation) when the context is created, and
+  // never choose a path that failed; Context::kernel_refusals() names them. Costs one pipeline
+  // build and one small dispatch per path (seconds on a GPU, about a minute on lavapipe) unless
+  // `kernel_cache` holds this device's verdicts.
+  bool verify_kernels = false;
+  // A file the app names for the verdicts: read at creation, written (atomically) where it holds
+  // none for this device, driver version and build of the kernels. "" checks at every creation.
+  std::string kernel_cache;
 };
 
 // An app's own Vulkan objects. The runtime records into `queue` (externally synchronized through
@@ -134,6 +156,9 @@ class RFA_API Context {
   // Validation messages of warning or error severity seen so far (tests assert it stays 0).
   uint64_t validation_message_count() const;
   bool lost() const;
+  // The attention paths ContextOptions::verify_kernels saw fail on this device, one line each
+  // (kernel, error, what the chooser no longer takes); empty when all passed or nothing was checked.
+  std::vector<std::string> kernel_refusals() const;
   // Vulkan queues are externally synchronized: the runtime holds this lock around each of its
   // submissions; an app that shares an adopted queue must hold it around its own vkQueueSubmit.
   std::mutex& queue_mutex();

@@ -32,12 +32,29 @@ RFA_API int device_type_rank(VkPhysicalDeviceType type);
 // them in AdoptedDevice::enabled_extensions.
 RFA_API std::vector<const char*> wanted_device_extensions(VkPhysicalDevice phys);
 
+// One path of the fused attention kernel that the chooser can take on the context's device, run on
+// a small case against a double-precision CPU evaluation of the same fused math.
+struct KernelCheck {
+  std::string path;    // what was forced: "tile, fp16 caches", "decode, split-k", ...
+  std::string kernel;  // the shader that ran, e.g. "rfa_attention_tile_sx_kv16"
+  std::string why;     // the chooser's reason for that kernel
+  double worst_error = 0;  // max |gpu - cpu| / (1 + |cpu|)
+  double bound = 0;        // 2e-4 for fp32 products; 1.6e-2 for fp16 products and cooperative matrices
+  double ms = 0;           // the case's GPU time (wall time where the device has no timestamps)
+  bool pass = false;
+};
+// Every distinct path (keys from the cache or staged, the lag table or computed terms, the tile,
+// fp16 products, cooperative matrices, decode merges, split-k, fp16 caches; the packed kernels
+// where the device packs bindings).
+RFA_API Result<std::vector<KernelCheck>> check_attention_kernels(Context& ctx);
+
 // rfa-run --self-check: a Linear op of off-tile shape on the context's device, compared with a
-// double-precision CPU loop.
+// double-precision CPU loop, and every attention path (check_attention_kernels).
 struct SelfCheck {
   int rows = 0, in = 0, out = 0;  // [rows x in] -> [rows x out]
   double max_abs_error = 0;
-  bool pass = false;              // max_abs_error < 1e-3
+  std::vector<KernelCheck> attention;
+  bool pass = false;              // max_abs_error < 1e-3 and every attention path within its bound
 };
 RFA_API Result<SelfCheck> self_check(Context& ctx);
 

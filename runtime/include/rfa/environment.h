@@ -45,6 +45,24 @@ static inline void rfa_context_options_from_environment(rfa_context_options* o) 
   }
   if ((v = rfa_environment_variable("RFA_ATTN_COOPMAT")))
     o->attention_coopmat = strcmp(v, "1") == 0 ? 1 : strcmp(v, "2") == 0 ? 2 : 0;
+  if ((v = rfa_environment_variable("RFA_ATTN_TILE_WORKGROUP"))) {
+    const int n = atoi(v);
+    o->attention_tile_workgroup = n > 0 ? n : 0;
+  }
+  rfa_environment_on_off_("RFA_ATTN_FMA", &o->attention_fma);
+  rfa_environment_on_off_("RFA_ATTN_Q_REGISTERS", &o->attention_q_registers);
+  rfa_environment_on_off_("RFA_ATTN_PAD_STRIDES", &o->attention_pad_strides);
+  rfa_environment_on_off_("RFA_ATTN_PREFETCH", &o->attention_prefetch);
+  rfa_environment_on_off_("RFA_ATTN_RAW_F16", &o->attention_raw_f16);
+  rfa_environment_on_off_("RFA_ATTN_LAG_E2", &o->attention_lag_e2);
+  rfa_environment_on_off_("RFA_ATTN_DECODE_REGISTERS", &o->attention_decode_registers);
+  rfa_environment_on_off_("RFA_ATTN_SPLIT_CORES", &o->attention_split_cores);
+  if ((v = rfa_environment_variable("RFA_ATTN_F16_CHUNK"))) {
+    const int n = atoi(v);
+    o->attention_f16_chunk = n > 0 ? n : 1;
+  }
+  if ((v = rfa_environment_variable("RFA_VERIFY_KERNELS"))) o->verify_kernels = strcmp(v, "0") != 0;
+  if ((!o->kernel_cache || !*o->kernel_cache) && (v = rfa_environment_variable("RFA_KERNEL_CACHE"))) o->kernel_cache = v;
   if ((v = rfa_environment_variable("RFA_NO_PUSH_DESCRIPTORS"))) o->push_descriptors = strcmp(v, "0") == 0;
 }
 

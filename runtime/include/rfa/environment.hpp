@@ -20,6 +20,12 @@
 // | RFA_ATTN_F16_MATH        | KernelOptions::attention_f16_math ("1": 1, else 0)             |
 // | RFA_ATTN_COOPMAT         | KernelOptions::attention_coopmat ("1", "2", else 0)            |
 // | RFA_ATTN_TILE_WORKGROUP  | KernelOptions::attention_tile_workgroup (n > 0 threads)        |
+// | RFA_ATTN_FMA, RFA_ATTN_Q_REGISTERS, RFA_ATTN_PAD_STRIDES, RFA_ATTN_PREFETCH,              |
+// | RFA_ATTN_RAW_F16, RFA_ATTN_LAG_E2, RFA_ATTN_DECODE_REGISTERS, RFA_ATTN_SPLIT_CORES        |
+// |                          | the v3 switches of the same names ("1": 1, else 0)             |
+// | RFA_ATTN_F16_CHUNK       | KernelOptions::attention_f16_chunk (n >= 1)                    |
+// | RFA_VERIFY_KERNELS       | ContextOptions::verify_kernels (set and not "0": on)           |
+// | RFA_KERNEL_CACHE         | ContextOptions::kernel_cache (a file)                          |
 // | RFA_NO_PUSH_DESCRIPTORS  | KernelOptions::push_descriptors (set and not "0": false)       |
 //
 // A variable that is unset (or empty, for the kernel variables) leaves its field as it was.
@@ -57,6 +63,16 @@ inline KernelOptions kernel_options_from_environment(KernelOptions k) {
   on_off("RFA_ATTN_LAG_TABLE", k.attention_lag_table);
   on_off("RFA_ATTN_TILE", k.attention_tile);
   on_off("RFA_ATTN_F16_MATH", k.attention_f16_math);
+  on_off("RFA_ATTN_FMA", k.attention_fma);
+  on_off("RFA_ATTN_Q_REGISTERS", k.attention_q_registers);
+  on_off("RFA_ATTN_PAD_STRIDES", k.attention_pad_strides);
+  on_off("RFA_ATTN_PREFETCH", k.attention_prefetch);
+  on_off("RFA_ATTN_RAW_F16", k.attention_raw_f16);
+  on_off("RFA_ATTN_LAG_E2", k.attention_lag_e2);
+  on_off("RFA_ATTN_DECODE_REGISTERS", k.attention_decode_registers);
+  on_off("RFA_ATTN_SPLIT_CORES", k.attention_split_cores);
+  const std::string chunk = environment_variable("RFA_ATTN_F16_CHUNK");
+  if (!chunk.empty()) k.attention_f16_chunk = std::max(1, std::atoi(chunk.c_str()));
   const std::string split = environment_variable("RFA_ATTN_SPLIT_K");
   if (!split.empty()) k.attention_split_k = std::max(0, std::atoi(split.c_str()));
   const std::string cm = environment_variable("RFA_ATTN_COOPMAT");
@@ -78,6 +94,8 @@ inline ContextOptions context_options_from_environment(ContextOptions o = {}) {
   if (o.device.empty()) o.device = environment_variable("RFA_DEVICE");
   if (o.validation < 0) o.validation = environment_flag("RFA_VALIDATION") ? 1 : 0;
   if (o.device_profile.empty()) o.device_profile = environment_variable("RFA_DEVICE_PROFILE");
+  if (environment_flag("RFA_VERIFY_KERNELS")) o.verify_kernels = true;
+  if (o.kernel_cache.empty()) o.kernel_cache = environment_variable("RFA_KERNEL_CACHE");
   o.kernels = kernel_options_from_environment(o.kernels);
   return o;
 }

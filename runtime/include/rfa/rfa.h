@@ -58,7 +58,11 @@ RFA_API rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physi
  * attention_coopmat: 0, 1 or 2 (rfa/context.hpp's KernelOptions). capture_pipeline_statistics 0
  * (1: ask the driver for per-pipeline statistics); max_storage_buffer_range and
  * max_storage_buffers_per_stage 0 (the device's; a lower value lowers that limit, as
- * rfa::ContextOptions does: below what a kernel binds, bindings are packed). Strings are copied. */
+ * rfa::ContextOptions does: below what a kernel binds, bindings are packed). attention_tile_workgroup
+ * and the kernels-v3 switches attention_fma ... attention_split_cores: -1 (the device's choice),
+ * 0 or 1 (attention_f16_chunk: n >= 1), as rfa::KernelOptions. verify_kernels 0 (1: check every
+ * attention path at creation and never choose a failed one); kernel_cache NULL (a file for the
+ * verdicts). Fields are added at the end only. Strings are copied. */
 typedef struct rfa_context_options {
   const char* device;
   int validation;
@@ -72,6 +76,10 @@ typedef struct rfa_context_options {
   int capture_pipeline_statistics;
   uint64_t max_storage_buffer_range;
   uint32_t max_storage_buffers_per_stage;
+  int attention_tile_workgroup, attention_fma, attention_q_registers, attention_pad_strides, attention_f16_chunk,
+      attention_prefetch, attention_raw_f16, attention_lag_e2, attention_decode_registers, attention_split_cores;
+  int verify_kernels;
+  const char* kernel_cache;
 } rfa_context_options;
 RFA_API void rfa_context_options_default(rfa_context_options* o);
 RFA_API rfa_status rfa_context_create_ex(const rfa_context_options* options, rfa_context** out);
@@ -85,6 +93,10 @@ RFA_API void rfa_context_destroy(rfa_context* ctx);
  * Valid until the next call of this function on the same thread; NULL (with rfa_last_error) for a
  * NULL context. */
 RFA_API const char* rfa_context_capabilities(const rfa_context* ctx);
+/* The attention paths the kernel check (rfa_context_options.verify_kernels) refused on this
+ * context's device, one per line ("" when none): valid until the next call on the same thread;
+ * NULL (with rfa_last_error) for a NULL context. */
+RFA_API const char* rfa_context_kernel_refusals(const rfa_context* ctx);
 /* Validation messages of warning/error severity seen by this context. */
 RFA_API uint64_t rfa_context_validation_messages(const rfa_context* ctx);
 

@@ -40,6 +40,18 @@ rfa::ContextOptions to_cpp(const rfa_context_options& c) {
   o.kernels.attention_tile = c.attention_tile;
   o.kernels.attention_f16_math = c.attention_f16_math;
   o.kernels.attention_coopmat = c.attention_coopmat;
+  o.kernels.attention_tile_workgroup = c.attention_tile_workgroup;
+  o.kernels.attention_fma = c.attention_fma;
+  o.kernels.attention_q_registers = c.attention_q_registers;
+  o.kernels.attention_pad_strides = c.attention_pad_strides;
+  o.kernels.attention_f16_chunk = c.attention_f16_chunk;
+  o.kernels.attention_prefetch = c.attention_prefetch;
+  o.kernels.attention_raw_f16 = c.attention_raw_f16;
+  o.kernels.attention_lag_e2 = c.attention_lag_e2;
+  o.kernels.attention_decode_registers = c.attention_decode_registers;
+  o.kernels.attention_split_cores = c.attention_split_cores;
+  o.verify_kernels = c.verify_kernels != 0;
+  o.kernel_cache = c.kernel_cache ? c.kernel_cache : "";
   o.kernels.push_descriptors = c.push_descriptors != 0;
   o.capture_pipeline_statistics = c.capture_pipeline_statistics != 0;
   o.max_storage_buffer_range = c.max_storage_buffer_range;
@@ -96,6 +108,18 @@ void rfa_context_options_default(rfa_context_options* o) {
   o->attention_tile = d.kernels.attention_tile;
   o->attention_f16_math = d.kernels.attention_f16_math;
   o->attention_coopmat = d.kernels.attention_coopmat;
+  o->attention_tile_workgroup = d.kernels.attention_tile_workgroup;
+  o->attention_fma = d.kernels.attention_fma;
+  o->attention_q_registers = d.kernels.attention_q_registers;
+  o->attention_pad_strides = d.kernels.attention_pad_strides;
+  o->attention_f16_chunk = d.kernels.attention_f16_chunk;
+  o->attention_prefetch = d.kernels.attention_prefetch;
+  o->attention_raw_f16 = d.kernels.attention_raw_f16;
+  o->attention_lag_e2 = d.kernels.attention_lag_e2;
+  o->attention_decode_registers = d.kernels.attention_decode_registers;
+  o->attention_split_cores = d.kernels.attention_split_cores;
+  o->verify_kernels = d.verify_kernels ? 1 : 0;
+  o->kernel_cache = nullptr;
   o->push_descriptors = d.kernels.push_descriptors ? 1 : 0;
   o->capture_pipeline_statistics = d.capture_pipeline_statistics ? 1 : 0;
   o->max_storage_buffer_range = d.max_storage_buffer_range;
@@ -156,6 +180,17 @@ const char* rfa_context_capabilities(const rfa_context* ctx) {
   thread_local std::string summary;
   summary = ctx->ctx->capabilities_summary();
   return summary.c_str();
+}
+
+const char* rfa_context_kernel_refusals(const rfa_context* ctx) {
+  if (!ctx) {
+    invalid("ctx is NULL");
+    return nullptr;
+  }
+  thread_local std::string text;
+  text.clear();
+  for (const std::string& r : ctx->ctx->kernel_refusals()) text += r + "\n";
+  return text.c_str();
 }
 
 uint64_t rfa_context_validation_messages(const rfa_context* ctx) {

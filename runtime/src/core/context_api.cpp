@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/kernel_verdicts.hpp"
 #include "gpu/context.hpp"
 #include "gpu/device_profiles.hpp"
 #include "gpu/memory.hpp"
@@ -30,14 +31,18 @@ Context::~Context() = default;
 Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) {
   auto c = gpu::Context::create(options);
   if (!c) return c.status();
+  if (options.verify_kernels) RFA_TRY(core::verify_kernels(**c, options.kernel_cache));
   return std::unique_ptr<Context>(new Context(c.take()));
 }
 
 Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& device, const ContextOptions& options) {
   auto c = gpu::Context::adopt(device, options);
   if (!c) return c.status();
+  if (options.verify_kernels) RFA_TRY(core::verify_kernels(**c, options.kernel_cache));
   return std::unique_ptr<Context>(new Context(c.take()));
 }
+
+std::vector<std::string> Context::kernel_refusals() const { return impl_->caps().kernel_refusals; }
 
 // A context runs on a queue family with compute.
 DeviceInfo Context::device_info() const { return gpu::describe_device(impl_->caps(), impl_->device_index(), true); }
@@ -73,6 +78,7 @@ std::string Context::capabilities_summary() const {
     << "timestamps: " << (c.timestamps ? "yes" : "no") << " (period " << c.timestamp_period_ns << " ns)\n"
     << "device-local memory: " << (c.device_local_bytes >> 20) << " MiB" << (c.unified_memory ? " (unified)" : "") << "\n"
     << "memory budget: " << (impl_->allocator().budget() >> 20) << " MiB";
+  for (const std::string& r : c.kernel_refusals) o << "\nkernel check: " << r;
   // The attention kernel's choices for three typical calls (B = 1, H = 8, D = 32): what runs and why.
   struct Shape {
     const char* name;

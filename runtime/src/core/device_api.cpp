@@ -9,6 +9,7 @@
 #include "gpu/memory.hpp"
 #include "gpu/recorder.hpp"
 #include "model/model.hpp"
+#include "ops/attention_check.hpp"
 #include "ops/linear.hpp"
 #include "rfa/device.hpp"
 #include "core/access.hpp"
@@ -65,7 +66,19 @@ Result<SelfCheck> self_check(Context& ctx) {
       r.max_abs_error = std::max(r.max_abs_error, std::isfinite(got) ? std::fabs(got - want) : INFINITY);
     }
   r.pass = r.max_abs_error < 1e-3;
+  auto att = check_attention_kernels(ctx);
+  if (!att) return att.status();
+  r.attention = att.take();
+  for (const KernelCheck& k : r.attention) r.pass = r.pass && k.pass;
   return r;
+}
+
+Result<std::vector<KernelCheck>> check_attention_kernels(Context& ctx) {
+  auto r = ops::check_attention_paths(gpu_of(ctx));
+  if (!r) return r.status();
+  std::vector<KernelCheck> out;
+  for (const ops::PathCheck& c : *r) out.push_back({c.path, c.kernel, c.why, c.worst_error, c.bound, c.ms, c.pass});
+  return out;
 }
 
 }  // namespace rfa

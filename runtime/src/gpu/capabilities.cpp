@@ -229,6 +229,20 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
   // extension), so neither counts without it.
   c.coopmat_nv = c.shader_float16 && c.vulkan_memory_model && probe_coopmat_nv(instance, phys);
   c.coopmat_khr_block = c.shader_float16 && c.vulkan_memory_model ? probe_coopmat_khr(instance, phys) : 0;
+  // The device's compute units, where it names them (properties only: nothing to enable).
+  if (device_has_extension(phys, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &sm;
+    vkGetPhysicalDeviceProperties2(phys, &p2);
+    c.compute_units = sm.shaderSMCount;
+  } else if (device_has_extension(phys, VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderCorePropertiesAMD cu{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceProperties2 p2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p2.pNext = &cu;
+    vkGetPhysicalDeviceProperties2(phys, &p2);
+    c.compute_units = cu.shaderEngineCount * cu.shaderArraysPerEngineCount * cu.computeUnitsPerShaderArray;
+  }
   if (device_has_extension(phys, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pe{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};

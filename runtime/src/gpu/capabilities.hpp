@@ -39,6 +39,10 @@ struct Capabilities {
   uint32_t max_workgroup_subgroups = 0;                   // maxComputeWorkgroupSubgroups
   bool subgroup_size_control = false;
 
+  // Compute units (NVIDIA SMs through VK_NV_shader_sm_builtins, AMD CUs through
+  // VK_AMD_shader_core_properties; 0 where the device names none): split-k aims at two workgroups
+  // each (KernelOptions::attention_split_cores), else at a device-class default.
+  uint32_t compute_units = 0;
   uint32_t max_shared_memory = 16384;        // maxComputeSharedMemorySize
   uint32_t max_workgroup_invocations = 128;  // maxComputeWorkGroupInvocations
   uint32_t max_workgroup_size[3] = {128, 1, 1};
@@ -90,6 +94,12 @@ struct Capabilities {
   bool portability_subset = false;
   // The device profile applied on top of the probed values ("" none): gpu/device_profiles.hpp.
   std::string profile;
+
+  // Paths the kernel check (ContextOptions::verify_kernels, ops/attention_check.hpp) saw fail on
+  // this device: the chooser never takes them. The features of failed kernels are cleared above
+  // (matrices, clustered operations, shuffles); these are the choices that are not features.
+  bool refuse_tile = false, refuse_split_k = false, refuse_staged_keys = false, refuse_f16_math = false;
+  std::vector<std::string> kernel_refusals;  // one line per failed path: kernel, error, what was refused
 
   std::vector<MemoryHeapInfo> heaps;
   std::vector<MemoryTypeInfo> memory_types;

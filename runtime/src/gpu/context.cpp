@@ -194,12 +194,13 @@ Result<std::vector<DeviceInfo>> list_devices_impl() {
   return out;
 }
 
-void Context::deliver_message(MessageSeverity sev, const char* msg) {
-  if (sev >= MessageSeverity::warning) validation_messages_.fetch_add(1);
+void Context::deliver_message(MessageSeverity sev, const char* msg, bool from_validation) {
+  if (from_validation && sev >= MessageSeverity::warning) validation_messages_.fetch_add(1);
   if (on_message_) {
     on_message_(sev, msg);
   } else if (sev >= MessageSeverity::warning) {
-    std::fprintf(stderr, "rfa-vk: vulkan %s: %s\n", sev == MessageSeverity::error ? "error" : "warning", msg);
+    std::fprintf(stderr, "rfa-vk: %s%s: %s\n", from_validation ? "vulkan " : "",
+                 sev == MessageSeverity::error ? "error" : "warning", msg);
   }
 }
 

@@ -38,6 +38,9 @@ class Context {
   VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return queue_family_; }
   const Capabilities& caps() const { return caps_; }
+  // The capabilities while the context is being set up, before any session: the kernel check
+  // (ContextOptions::verify_kernels) takes the features of failed paths away here.
+  Capabilities& caps_during_setup() { return caps_; }
   bool owns_device() const { return owns_; }
   bool timestamps_enabled() const { return timestamps_ && caps_.timestamps; }
   int device_index() const { return device_index_; }
@@ -68,7 +71,9 @@ class Context {
   Status submit_once(const std::function<void(VkCommandBuffer)>& record);
 
   uint64_t validation_message_count() const { return validation_messages_.load(); }
-  void deliver_message(MessageSeverity sev, const char* msg);
+  // A message for the app's callback (default: warnings and errors to stderr). `from_validation`:
+  // the validation layer's, counted by validation_message_count; the runtime's own are not.
+  void deliver_message(MessageSeverity sev, const char* msg, bool from_validation = true);
 
  private:
   Context() = default;

@@ -174,26 +174,46 @@ Result<AttentionCache> AttentionCache::create(gpu::Context& ctx, uint32_t batch,
   return c;
 }
 
+KernelSwitches kernel_switches(const KernelOptions& o) {
+  KernelSwitches s;
+  auto flag = [](int v, bool def) { return v < 0 ? def : v == 1; };
+  s.fma = flag(o.attention_fma, s.fma);
+  s.q_registers = flag(o.attention_q_registers, s.q_registers);
+  s.pad = flag(o.attention_pad_strides, s.pad);
+  s.pad_auto = o.attention_pad_strides < 0;
+  s.prefetch = flag(o.attention_prefetch, s.prefetch);
+  s.raw_f16 = flag(o.attention_raw_f16, s.raw_f16);
+  s.lag_e2 = flag(o.attention_lag_e2, s.lag_e2);
+  if (o.attention_f16_chunk > 0) s.f16_chunk = (uint32_t)o.attention_f16_chunk;
+  return s;
+}
+
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat,
-                           bool subgroup_reduce, bool kv_apart, uint32_t block) {
+                           bool subgroup_reduce, bool kv_apart, uint32_t block, bool pad) {
   // tqn, tqt, tqi; tkn, tkt, tki; tlag: the tile's window of lag-table rows (rows + keys entries)
   const uint32_t common = rows * (4 + 8 + 4) + keys * (4 + 8 + 4) + (rows + keys) * 16;
   if (coopmat) {  // halves for Q, K/V and the weights; floats for the cross terms, then P V (attention_tile.glsl)
     (void)gate;  // the gate's energies stay in registers
     const uint32_t d2 = (2 * dim + block - 1) / block * block;  // 2D halves zero-padded to whole blocks
     return (rows + keys) * (d2 + 8) * 2                    // tq, tkv
-           + rows * std::max(keys + 4, d2 + 4) * 4         // tmat: cross terms, then P V
+           + rows * std::max(keys + (pad ? 8 : 4), d2 + 4) * 4  // tmat: cross terms, then P V
            + rows * (keys + 8) * 2                         // tp16: p E
            + common;
   }
   const uint32_t elt = f16 ? 4 : 8;  // one complex component of the Q, K and V tiles
   return (rows + (kv_apart ? 2 : 1) * keys) * (dim + 1) * elt          // tq, tkv (K, V)
-         + rows * (keys + 1) * 4                                         // tp: p E per pair
+         + rows * (keys + (pad ? 8 : 1)) * 4                             // tp: p E per pair
          + (subgroup_reduce ? 4 : rows * tile_threads_per_group(dim) * 4)  // tmx: S maxima a row
          + common;
 }
 
 namespace {
+// The kernel check's refusals on this device, for the chooser's line.
+std::string refusal_note(const gpu::Capabilities& caps) {
+  return caps.kernel_refusals.empty() ? std::string()
+                                      : ", " + std::to_string(caps.kernel_refusals.size()) +
+                                            " path(s) refused by the kernel check";
+}
 // Subgroup shuffles in compute (the *_sx kernels' butterflies, the cooperative-matrix tile's rows).
 bool subgroup_shuffles(const gpu::Capabilities& caps) {
   const VkSubgroupFeatureFlags shuffle = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
@@ -239,6 +259,7 @@ namespace {
 bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gate, uint32_t block, uint32_t wg_forced,
                  AttentionTiling& t) {
   const bool coopmat = block != 0;
+  if (t.v3.pad_auto) t.v3.pad = true;  // (an earlier attempt may have left it off)
   const uint32_t s = tile_threads_per_group(dim);
   uint32_t wg = std::min<uint32_t>(caps.max_workgroup_invocations >= 128 ? 128 : 64, 64 * s);
   // KernelOptions::attention_tile_workgroup: another workgroup, whole row groups (the matrices in
@@ -263,7 +284,8 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   auto fit = [&](bool apart, uint32_t& bq, uint32_t& bk) {
     bq = 64;
     bk = coopmat ? 64 : 32;  // the matrices: 64 x 64 at D = 32 in 48 KiB (NVIDIA's), fewer barriers a key
-    while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, apart, block ? block : 16) > caps.max_shared_memory) {
+    while (tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, apart, block ? block : 16, t.v3.pad) >
+           caps.max_shared_memory) {
       if (bk > 16 && bk > min_bk) bk /= 2;
       else if (bq > std::max<uint32_t>(nr, 16)) bq /= 2;
       else if (bk > min_bk) bk /= 2;  // large D: fewer keys a tile rather than no tile
@@ -272,7 +294,20 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
     return true;
   };
   uint32_t bq = 0, bk = 0, bq1 = 0, bk1 = 0;
-  const bool two = fit(true, bq, bk);
+  bool two = fit(true, bq, bk);
+  // Padded rows (v3) only where they cost no keys or rows: at D = 32 the matrices' 64 x 64 tile
+  // fills NVIDIA's 48 KiB exactly, and 4 more floats a cross-term row would halve its keys.
+  if (t.v3.pad && t.v3.pad_auto) {
+    t.v3.pad = false;
+    uint32_t uq = 0, uk = 0;
+    const bool unpadded = fit(true, uq, uk);
+    t.v3.pad = !(unpadded && (!two || uq * uk > bq * bk));
+    if (!t.v3.pad) {
+      two = unpadded;
+      bq = uq;
+      bk = uk;
+    }
+  }
   // The matrices' subgroups each keep one block row's Q fragments: a whole number of subgroups
   // per row block (fewer rows where the subgroups are few: 4 subgroups of 8-row blocks, 32 rows),
   // and at least as many rows as row threads.
@@ -294,7 +329,7 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   t.subgroup_shuffle = reduce == 2;
   t.kv_apart = !one;
   t.coopmat_block = block;
-  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, !one, block ? block : 16);
+  t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, !one, block ? block : 16, t.v3.pad);
   return true;
 }
 }  // namespace
@@ -302,10 +337,16 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
 AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
                                        uint32_t dim, uint32_t batch_heads, uint32_t capacity, bool gate) {
   AttentionTiling t;
+  t.v3 = kernel_switches(overrides);
   // On CPU devices (lavapipe) a workgroup barrier switches every invocation; for decode, where the
   // threads of one row merge their states through several barriers, one SIMD-wide workgroup is
   // faster (measured: 20 -> 8 ms per paper-size decode step at context 512). Prefill keeps 64.
   uint32_t wg_cap = 64;
+  const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+  // GPU decode steps (KernelOptions::attention_decode_registers): K/V straight from the cache into
+  // registers, no barrier in the walk, four subgroups of a row's threads in flight.
+  const bool decode_registers = !cpu && n_new <= kSplitRows && overrides.attention_decode_registers != 0;
+  if (decode_registers) wg_cap = 128;
   if (caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU && n_new <= 8) {
     wg_cap = std::max<uint32_t>(caps.subgroup_size, 4);
     // ... unless the keys per thread would pass kCpuKeysPerThread (below): then more threads.
@@ -313,8 +354,8 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   }
   uint32_t max_wg = std::max<uint32_t>(1, std::min<uint32_t>(wg_cap, caps.max_workgroup_invocations));
   // KernelOptions::attention_direct_kv overrides the device's choice (tests cover both paths on any device).
-  const bool cpu = caps.device_type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-  const bool direct_kv = overrides.attention_direct_kv < 0 ? cpu : overrides.attention_direct_kv == 1;
+  const bool direct_kv = caps.refuse_staged_keys ||
+                         (overrides.attention_direct_kv < 0 ? cpu || decode_registers : overrides.attention_direct_kv == 1);
   // The layout for a workgroup of at most max_wg threads; halved while the shared memory it needs
   // (at least 4 keys a tile, the merge scratch of its threads) does not fit the device's (16 KiB
   // on the Vulkan minimum: at D = 80 a 64-thread decode workgroup's merge scratch alone is 18 KiB).
@@ -388,15 +429,25 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   const uint32_t max_splits =
       batch_heads == 0 ? 1 : std::max<uint32_t>(1, std::min<uint32_t>(kMaxSplits, kSplitWorkgroups / batch_heads));
   uint32_t splits = 1;
-  const char* split_why = "";
+  std::string split_why;
   if (n_new > kSplitRows || batch_heads == 0) {
+    split_why = "";
+  } else if (caps.refuse_split_k) {
     split_why = "";
   } else if (overrides.attention_split_k >= 0) {
     splits = std::max<uint32_t>(1, (uint32_t)overrides.attention_split_k);
     split_why = ", split-k forced";
   } else if (!cpu && capacity >= 2 * kMinSplitKeys) {
-    splits = std::min(kSplitWorkgroups / std::max<uint32_t>(1, groups), capacity / kMinSplitKeys);
-    split_why = ", split-k: too few workgroups for the keys";
+    // Two workgroups per compute unit (KernelOptions::attention_split_cores; the device's count, else
+    // a class default: 64 discrete, 8 integrated), else kSplitWorkgroups.
+    const uint32_t units = caps.compute_units ? caps.compute_units
+                           : caps.device_type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU ? 64 : 8;
+    const uint32_t target = overrides.attention_split_cores != 0 ? 2 * units : kSplitWorkgroups;
+    splits = std::min(target / std::max<uint32_t>(1, groups), capacity / kMinSplitKeys);
+    split_why = overrides.attention_split_cores != 0
+                    ? ", split-k: two workgroups per compute unit (" + std::to_string(units) +
+                          (caps.compute_units ? " units)" : " units, a class default)")
+                    : std::string(", split-k: too few workgroups for the keys");
   }
   t.splits = std::max<uint32_t>(1, std::min(splits, max_splits));
   // The cooperative tile: the GPU path for calls of more than kTileMinRows rows (decode steps keep
@@ -405,11 +456,13 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
   // walk (lavapipe's loop cap, see kCpuKeysPerThread): at most kCpuTileKeys keys.
   std::string tile_why;
   const bool want_tile = overrides.attention_tile < 0 ? (!cpu && n_new > kTileMinRows) : overrides.attention_tile == 1;
-  if (want_tile && cpu && capacity > kCpuTileKeys) {
+  if (want_tile && caps.refuse_tile) {
+    tile_why = ", tile refused by the kernel check";
+  } else if (want_tile && cpu && capacity > kCpuTileKeys) {
     tile_why = ", tile refused: more than " + std::to_string(kCpuTileKeys) + " keys on a CPU device";
   } else if (want_tile) {
     const bool f16_wanted = overrides.attention_f16_math == 1;
-    const bool f16 = f16_wanted && caps.shader_float16;
+    const bool f16 = f16_wanted && caps.shader_float16 && !caps.refuse_f16_math;
     // Cooperative matrices: off unless asked for (not yet run on a GPU that has them): the KHR
     // extension's where the device has it and this build has its kernels (glslang 15), else NV's;
     // 2: the NV layout emulated by subgroup lanes (tests it on any device).
@@ -454,7 +507,8 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                                               : ", row max/sum through shared memory (no subgroup clustered operations or "
                                                 "shuffles, or no whole subgroups of a row group's lanes)") +
                (tt.coopmat || tt.kv_apart ? "" : ", V staged over K (two tiles do not fit)") +
-               (tt.lag_table ? ", integer lags from the table" : ", every pair's terms computed");
+               (tt.lag_table ? ", integer lags from the table" : ", every pair's terms computed") +
+               refusal_note(caps);
       return tt;
     }
     const uint32_t s_min = tile_threads_per_group(dim);  // the smallest tile choose_tile tries
@@ -474,7 +528,8 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                                             "whole subgroups of a row's lanes)")
                : "") +
           (t.lag_table ? ", integer lags from the table" : ", every pair's terms computed") +
-          (t.splits > 1 ? std::string(split_why) + " (" + std::to_string(t.splits) + " splits)" : "") + tile_why;
+          (t.splits > 1 ? std::string(split_why) + " (" + std::to_string(t.splits) + " splits)" : "") + tile_why +
+          refusal_note(caps);
   return t;
 }
 
@@ -632,19 +687,26 @@ Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
                          const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
                          const AttentionSpan& span) {
   const AttentionParams& p = w.params();
+  const AttentionTiling t = choose_attention_tiling(ctx.caps(), ctx.kernels(), span.n_new, (uint32_t)p.dim,
+                                                    cache.batch * (uint32_t)p.heads, cache.capacity, p.sw.gate);
+  return record_rfa_kernel(ctx, rec, w, cache, timestamps, v_norm_scratch, out, span, t);
+}
+
+Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
+                         const AttentionSpan& span, const AttentionTiling& t, const RecordTestHooks& hooks) {
+  const AttentionParams& p = w.params();
   const uint32_t H = (uint32_t)p.heads, D = (uint32_t)p.dim, B = cache.batch, n_new = span.n_new;
   if (n_new == 0) return Status::Ok();
   if (!span.positions) return make_error(Code::invalid_argument, "rfa attention: the span needs its positions buffer");
   const AttentionSwitches& sw = p.sw;
-  const AttentionTiling t =
-      choose_attention_tiling(ctx.caps(), ctx.kernels(), n_new, D, B * H, cache.capacity, sw.gate);
   // Values that were never rotated are not rotated back; an accumulated phase has no lag-shift
   // rotation (e^{i omega s} belongs to the omega t clock).
   const bool counter_rotate = sw.counter_rotate && sw.stationary_values;
   const bool shift_rotation = sw.shift_rotation && !accumulated(p);
   // The layer's switches (shared by the kernel and its reduce), then the tiling's shape.
   auto switches = [&](gpu::SpecConstants& spec) {
-    spec.set_flag(kAttnCausal, sw.causal).set(kAttnCov, (uint32_t)sw.covariance).set(kAttnBias, (uint32_t)sw.additive_bias)
+    spec.set_flag(kAttnCausal, sw.causal != hooks.flip_causal).set(kAttnCov, (uint32_t)sw.covariance).set(kAttnBias, (uint32_t)sw.additive_bias)
         .set(kAttnPrec, (uint32_t)sw.precision).set_flag(kAttnRobust, sw.robust).set_flag(kAttnFullResid, sw.full_residual)
         .set_flag(kAttnCounterRot, counter_rotate).set_flag(kAttnShiftRot, shift_rotation).set_flag(kAttnGate, sw.gate)
         .set_flag(kAttnOutNorm, sw.complex_output_norm).set(kAttnSplit, t.splits).set(kAttnPhase, (uint32_t)p.phase);
@@ -655,7 +717,10 @@ Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionW
       .set(kAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1)
       .set(kAttnFIN, t.threads_per_row > 1 ? t.rows_per_group * D : 1).set_flag(kAttnDirectKv, t.direct_kv);
   switches(spec);
-  spec.set_flag(kAttnKvApart, t.kv_apart).set(kAttnCmBlock, t.coopmat_block ? t.coopmat_block : 16);
+  spec.set_flag(kAttnKvApart, t.kv_apart).set(kAttnCmBlock, t.coopmat_block ? t.coopmat_block : 16)
+      .set_flag(kAttnFma, t.v3.fma).set_flag(kAttnQRegs, t.v3.q_registers).set_flag(kAttnPad, t.v3.pad)
+      .set(kAttnF16Chunk, t.v3.f16_chunk).set_flag(kAttnPrefetch, t.v3.prefetch).set_flag(kAttnRawF16, t.v3.raw_f16)
+      .set_flag(kAttnLagE2, t.v3.lag_e2);
   auto pipe = ctx.pipelines().get<AttentionPush>(attention_kernel_name("rfa_attention", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, t.lag_table ? cache.table_lags : 0u};

@@ -83,6 +83,16 @@ struct AttentionSpan {
   const gpu::Buffer* token_ids = nullptr;
 };
 
+// The kernels-v3 switches as a kernel is specialized (KernelOptions::attention_fma, ...; the
+// shader's FMA, Q_REGS, PAD, F16C, PREFETCH, RAW_F16, LAG_E2: common/attention_body.glsl).
+struct KernelSwitches {
+  bool fma = true, q_registers = false, pad = true, prefetch = true, raw_f16 = true, lag_e2 = true;
+  uint32_t f16_chunk = 4;
+  bool pad_auto = true;  // pad left to the chooser: only where the padding does not make the tile smaller
+};
+// The switches `overrides` ask for, the defaults where they leave them (-1).
+KernelSwitches kernel_switches(const KernelOptions& overrides);
+
 // How the fused kernel runs for a shape: chosen from the device, the overrides and the shape,
 // never ad hoc, and printed by rfa-bench and rfa-run --self-check (`why` says why).
 struct AttentionTiling {
@@ -109,6 +119,7 @@ struct AttentionTiling {
   bool kv_apart = true;             // the scalar tile stages K and V in two buffers (3 barriers a
                                     // tile); false: V over K (4), where two do not fit
   uint32_t shared_bytes = 0;        // the tile's shared memory (0: the other paths)
+  KernelSwitches v3;                // the v3 switches the kernel is specialized with
   std::string why;                  // one line: which path and why
 };
 // The complex components the threads of a row merge per round (DC): the largest divisor of D up
@@ -121,7 +132,7 @@ uint32_t tile_threads_per_group(uint32_t dim);
 // tile's row reductions without subgroup operations (subgroup_reduce false) add S floats a row;
 // kv_apart: its K and V tiles in two buffers (else one, V staged over K).
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat = false,
-                           bool subgroup_reduce = false, bool kv_apart = true, uint32_t block = 16);
+                           bool subgroup_reduce = false, bool kv_apart = true, uint32_t block = 16, bool pad = true);
 // How a workgroup of `wg` threads in row groups of `s` threads (the scalar tile's row groups, the
 // direct walk's S threads per row) reduces over a row group (common/row_group_reduce.glsl): 1 by
 // clustered subgroup operations (the device has subgroup arithmetic and clustered operations in
@@ -194,6 +205,14 @@ Status record_rfa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
 Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                          const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
                          const AttentionSpan& span);
+// ... on a given tiling (the kernel check runs every path the chooser can take this way). The hooks
+// make a deliberately wrong kernel, for the test that sees a failing path refused.
+struct RecordTestHooks {
+  bool flip_causal = false;  // the kernel's causal switch the opposite of the layer's
+};
+Status record_rfa_kernel(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
+                         const gpu::Buffer& timestamps, const gpu::Buffer& v_norm_scratch, gpu::Buffer& out,
+                         const AttentionSpan& span, const AttentionTiling& t, const RecordTestHooks& hooks = {});
 
 // Checks a span given as numbers against the cache (ring size, window, causality) and, for
 // positions == nullptr, records {pos0, kv_len} into cache.span. Returns the buffer the kernels read.

@@ -27,7 +27,9 @@ Status record_sdpa(gpu::Context& ctx, gpu::Recorder& rec, AttentionCache& cache,
       .set(kAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1)
       .set(kAttnFIN, t.threads_per_row > 1 ? t.rows_per_group * D : 1).set_flag(kAttnCausal, causal)
       .set_flag(kSdpaDirectKv, t.direct_kv).set(kSdpaSplit, t.splits).set_flag(kSdpaKvApart, t.kv_apart)
-      .set(kSdpaCmBlock, t.coopmat_block ? t.coopmat_block : 16);
+      .set(kSdpaCmBlock, t.coopmat_block ? t.coopmat_block : 16).set_flag(kSdpaFma, t.v3.fma)
+      .set_flag(kSdpaQRegs, t.v3.q_registers).set_flag(kSdpaPad, t.v3.pad).set(kSdpaF16Chunk, t.v3.f16_chunk)
+      .set_flag(kSdpaPrefetch, t.v3.prefetch).set_flag(kSdpaRawF16, t.v3.raw_f16);
   auto pipe = ctx.pipelines().get<shader::AttentionPush>(attention_kernel_name("sdpa", t, cache.kv_f16).c_str(), spec);
   if (!pipe) return pipe.status();
   const shader::AttentionPush push{n_new, cache.capacity, H, cache.window,
