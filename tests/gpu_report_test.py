@@ -103,6 +103,14 @@ def main():
     for k in ("rfa_rotate", "rfa_attention", "sdpa", "afa_attention", "rt_attention"):
         check(any(x.startswith(k) for x in kernels), "no %s kernel in the statistics table: %r" % (k, sorted(kernels)))
 
+    # The v3 switches, each off and on in the same run (--quick: two of them), the ratio their quotient.
+    head, vrows = table_after(lines, "| switch | shape |")
+    check(head == ["switch", "shape", "path (on)", "off ms", "on ms", "on/off"], "v3 table header %r" % head)
+    check(sorted(r[0] for r in vrows) == ["attention_fma", "attention_fma"], "v3 rows %r" % vrows)
+    for r in vrows:
+        off, on, ratio = num(r[3]), num(r[4]), num(r[5])
+        check(off and on and ratio is not None and abs(ratio - on / off) <= 0.002 + 0.001 * on / off, "v3 row %r" % r)
+
     head, trows = table_after(lines, "| test | result |")
     check(head == ["test", "result", "seconds", "notes"] and len(trows) == 2, "tests table %r %r" % (head, trows))
     for r in trows:

@@ -166,7 +166,9 @@
     [[unroll]] for (uint d0 = 0; d0 < D; d0 += F16C) {
       float16_t hsum[TR * TC];
       [[unroll]] for (uint k = 0; k < TR * TC; ++k) hsum[k] = float16_t(0.0);
-      [[unroll]] for (uint d = d0; d < min(d0 + F16C, D); ++d) {
+      [[unroll]] for (uint d1 = 0; d1 < F16C; ++d1) {
+        const uint d = d0 + d1;
+        if (d >= D) break;  // (D not a multiple of F16C: the last chunk is partial)
         TILE_T kk[TC];
         [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) kk[b2] = tkv[(tc + S * b2) * DP + d];
         [[unroll]] for (uint a = 0; a < TR; ++a) {

@@ -206,7 +206,8 @@ def main():
                           {"RFA_ATTN_COOPMAT": "1"})
     raw += probe
     cm_line = next((l for l in probe if l.get("variant") == "M2"), None)
-    coopmat = bool(cm_line) and "cooperative matrices (fp16 in" in cm_line.get("path", "")
+    cm_path = (cm_line or {}).get("path", "")
+    coopmat = "fp16 in, fp32 sums" in cm_path and "emulated" not in cm_path
     if cm_line:
         device = cm_line.get("device", "")
     if not coopmat:
@@ -267,6 +268,39 @@ def main():
         if err:
             notes.append("--stats %s: %s" % (" ".join(extra), err))
 
+    # The kernels-v3 switches (docs/math.md §9, "Kernels v3"): each off and on in the same run, on
+    # the shape and path it changes (KernelOptions through the RFA_ATTN_* variables).
+    v3_rows = []
+    pre_n = [n for n in prefill_ns if n <= 16384][-1:] or prefill_ns[:1]
+    dec_n = [n for n in decode_ns if n >= 4096][:1] or decode_ns[-1:]
+    switches = [
+        ("attention_fma", "RFA_ATTN_FMA", "prefill", {}, []),
+        ("attention_fma", "RFA_ATTN_FMA", "decode", {}, []),
+        ("attention_q_registers", "RFA_ATTN_Q_REGISTERS", "prefill", {}, []),
+        ("attention_pad_strides", "RFA_ATTN_PAD_STRIDES", "prefill", {}, []),
+        ("attention_lag_e2", "RFA_ATTN_LAG_E2", "prefill", {}, []),
+        ("attention_f16_chunk (1 / 4)", "RFA_ATTN_F16_CHUNK", "prefill", {"RFA_ATTN_F16_MATH": "1"}, []),
+        ("attention_decode_registers", "RFA_ATTN_DECODE_REGISTERS", "decode", {}, []),
+        ("attention_split_cores", "RFA_ATTN_SPLIT_CORES", "decode", {}, []),
+    ]
+    if coopmat:
+        switches += [("attention_prefetch", "RFA_ATTN_PREFETCH", "prefill", {"RFA_ATTN_COOPMAT": "1"}, []),
+                     ("attention_raw_f16", "RFA_ATTN_RAW_F16", "prefill", {"RFA_ATTN_COOPMAT": "1"}, ["--kv", "f16"])]
+    else:
+        notes.append("v3 switches of the matrix tile (attention_prefetch, attention_raw_f16): no cooperative matrices here")
+    if a.quick:  # the CTest check: one switch, prefill and decode, is enough to test the table
+        switches = switches[:2]
+    for name, var, mode, env, args in switches:
+        ns = pre_n if mode == "prefill" else dec_n
+        res = {}
+        for value in ("0", "1"):
+            v = ("1" if value == "0" else "4") if var == "RFA_ATTN_F16_CHUNK" else value
+            cmd = [a.bench, "attention", "--json", "--variants", "M2", "--n", str(ns[0]), "--reps", reps] + shape + args
+            lines, err = run_json(cmd + (["--decode"] if mode == "decode" else []), dict(env, **{var: v}))
+            raw += lines
+            res[value] = (next((l for l in lines if l.get("variant") == "M2"), None), err)
+        v3_rows.append((name, mode, ns[0], res))
+
     test_rows = [] if a.no_tests or not a.tests else run_tests(a.tests, a.quick)
 
     hbm, hbm_src = bandwidth_of(device)
@@ -307,6 +341,19 @@ def main():
     for p, where in paths_seen.items():
         out.append("- %s: %s" % (", ".join(where), p))
 
+    out.append("")
+    out.append("## Kernels v3: each switch off and on (KernelOptions; RFA_ATTN_* variables)")
+    out.append("")
+    out.append("| switch | shape | path (on) | off ms | on ms | on/off |")
+    out.append("|---|---|---|---|---|---|")
+    for name, mode, n, res in v3_rows:
+        (off, e0), (on, e1) = res["0"], res["1"]
+        shape_s = ("prefill N = %d" if mode == "prefill" else "decode, context %d") % n
+        if not off or not on:
+            out.append("| %s | %s | error: %s | | | |" % (name, shape_s, (e0 or e1 or "no result").replace("|", "/")))
+            continue
+        out.append("| %s | %s | %s | %s | %s | %s |" % (name, shape_s, on.get("path", "").replace("|", "/"),
+                                                       fmt(off["ms"]), fmt(on["ms"]), fmt(on["ms"] / off["ms"], 3)))
     out.append("")
     out.append("## Kernel statistics (rfa-bench attention --stats)")
     out.append("")

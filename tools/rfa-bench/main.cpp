@@ -13,6 +13,7 @@
 #define RFA_HAVE_BENCH_ATTENTION 1
 #endif
 #include "bench_diagnostics.hpp"
+#include "gpu/pipeline_stats.hpp"
 
 namespace rfa::bench {
 
@@ -49,6 +50,33 @@ bool has_flag(const std::vector<std::string>& args, const std::string& name) {
   return std::find(args.begin(), args.end(), name) != args.end();
 }
 
+// `rfa-bench spirv FILE.spv`: the static counts of a SPIR-V module (gpu/pipeline_stats.hpp), e.g.
+// of a kernel specialized and optimised by spirv-opt (tools/rfa-bench/kernel_counts.py).
+int bench_spirv(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::fprintf(stderr, "rfa-bench spirv: a .spv file is needed\n");
+    return 2;
+  }
+  FILE* f = std::fopen(args[0].c_str(), "rb");
+  if (!f) {
+    std::fprintf(stderr, "rfa-bench spirv: cannot read %s\n", args[0].c_str());
+    return 2;
+  }
+  std::vector<uint32_t> words;
+  uint32_t w = 0;
+  while (std::fread(&w, 4, 1, f) == 1) words.push_back(w);
+  std::fclose(f);
+  auto c = gpu::count_spirv(words.data(), words.size());
+  if (!c) {
+    std::fprintf(stderr, "rfa-bench spirv: %s: %s\n", args[0].c_str(), c.status().to_string().c_str());
+    return 2;
+  }
+  std::printf("{\"bench\":\"spirv\",\"file\":\"%s\",\"functions\":%u,\"instructions\":%u,\"inlined\":%u,"
+              "\"loops\":%u,\"innermost_loop\":%u}\n",
+              args[0].c_str(), c->functions, c->instructions, c->inlined, c->loops, c->innermost_loop);
+  return 0;
+}
+
 }  // namespace rfa::bench
 
 int main(int argc, char** argv) {
@@ -61,6 +89,7 @@ int main(int argc, char** argv) {
       "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n"
       "       rfa-bench diagnostics --synthetic [--seed S] [--examples 256] [--alphas 0.1,...,10] [--json]\n"
       "       rfa-bench diagnostics [--model DIR] [--window 64,128,256,512] [--reps 5] [--json]\n"
+      "       rfa-bench spirv FILE.spv   (static counts of a SPIR-V module; tools/rfa-bench/kernel_counts.py)\n"
       "every benchmark takes --device-profile NAME (default: RFA_DEVICE_PROFILE; docs/device-profiles.md)\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::fputs(usage, args.empty() ? stderr : stdout);
@@ -72,6 +101,7 @@ int main(int argc, char** argv) {
   if (cmd == "model") return rfa::bench::bench_model(args);
   if (cmd == "stream") return rfa::bench::bench_stream(args);
   if (cmd == "diagnostics") return rfa::bench::bench_diagnostics(args);
+  if (cmd == "spirv") return rfa::bench::bench_spirv(args);
 #ifdef RFA_HAVE_BENCH_ATTENTION
   if (cmd == "attention") return rfa::bench::bench_attention(args);
 #endif
