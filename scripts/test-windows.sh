@@ -20,7 +20,7 @@ root=$(pwd)
 # CI's subset: the context and its loader, files (UTF-8 paths, 64-bit offsets, replacing renames),
 # a session, the zoo's goldens on the GPU, the C API, the programs and the examples.
 # The zip, unpacked (package_zip): the demo, the viewer's headless check, an outside app.
-CI_TESTS='^(test_(context|loader|npy|safetensors|config|session|goldens)|c_api_test|library_exports(_reference)?|viewer_links_no_loader|rfa_run_no_vulkan_loader|example_.*|package_zip)$'
+CI_TESTS='^(test_(context|loader|npy|safetensors|config|session|goldens)|c_api_test|library_exports(_reference)?|viewer_links_no_loader|(rfa_run|viewer)_no_vulkan_loader|example_.*|package_zip)$'
 CI_TARGETS=(rfa rfa_shared rfa_reference rfa_reference_shared rfa-run rfa-make-model rfa-bench rfa-viewer hello_rfa_cpp
             hello_rfa_c hello_rfa_cpp_static hello_rfa_c_static check_with_twin test_context test_loader test_npy
             test_safetensors test_config test_session test_goldens c_api_test)

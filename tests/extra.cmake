@@ -166,6 +166,12 @@ if(WIN32 AND CMAKE_CROSSCOMPILING AND RFA_BUILD_TOOLS)
   add_test(NAME rfa_run_no_vulkan_loader COMMAND rfa-run --list-devices)
   set_tests_properties(rfa_run_no_vulkan_loader PROPERTIES ENVIRONMENT "WINEDLLOVERRIDES=vulkan-1=d"
     PASS_REGULAR_EXPRESSION "no Vulkan loader: vulkan-1.dll not found" TIMEOUT 120)
+  # The viewer too: it starts, and names the missing loader (exit 5) instead of failing to load.
+  if(TARGET rfa-viewer)
+    add_test(NAME viewer_no_vulkan_loader COMMAND rfa-viewer --headless --frames 1)
+    set_tests_properties(viewer_no_vulkan_loader PROPERTIES ENVIRONMENT "WINEDLLOVERRIDES=vulkan-1=d"
+      PASS_REGULAR_EXPRESSION "rfa-viewer: no Vulkan loader: .*vulkan-1.dll not found" TIMEOUT 120)
+  endif()
 endif()
 
 # The examples built in-tree (RFA_BUILD_EXAMPLES: cross builds), each on the model it is made for.
