@@ -2,6 +2,7 @@
 #   lib/librfa.a, lib/librfa.so*          the library, static and shared
 #   lib/librfa_reference.a, .so*          the CPU twin, a library of its own on top of librfa
 #   include/rfa/*                         the public headers (nothing of runtime/src)
+#   include/vulkan/*.h, vk_video/*.h      the Vulkan headers they include (Windows packages only)
 #   lib/cmake/rfa/rfaConfig*.cmake        find_package(rfa): rfa::rfa (shared), rfa::rfa_static;
 #                                         component `reference`: rfa::reference, rfa::reference_static
 #   lib/pkgconfig/rfa.pc, rfa_reference.pc   pkg-config rfa, rfa_reference (relocatable)
@@ -18,6 +19,17 @@ install(TARGETS rfa rfa_shared EXPORT rfaTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/runtime/include/rfa DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The public headers include <vulkan/vulkan.h>. A Linux system has it (Debian: libvulkan-dev); a
+# Windows package carries the Khronos headers it was built with (C headers only, Apache-2.0 / MIT),
+# since a MinGW user may have no Vulkan SDK. An MSVC user's Vulkan SDK comes first on the path.
+option(RFA_INSTALL_VULKAN_HEADERS "Install the Vulkan headers under include/ (default: Windows)" ${WIN32})
+if(RFA_INSTALL_VULKAN_HEADERS)
+  foreach(dir vulkan vk_video)
+    if(EXISTS ${RFA_VULKAN_INCLUDE_DIR}/${dir})
+      install(DIRECTORY ${RFA_VULKAN_INCLUDE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+    endif()
+  endforeach()
+endif()
 
 # The CPU twin: an export set of its own (rfaReferenceTargets.cmake), so that the `reference`
 # component is optional: rfaConfig.cmake includes it where it is installed.

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Windows x86-64: cross-builds RFA-VK with MinGW-w64 into build-windows/ (rfa.dll with its import
-# library librfa.dll.a, the static librfa.a, rfa-run.exe, rfa-bench.exe, rfa-make-model.exe, the
-# examples' programs and every test) and runs the test suite under Wine, inside Xvfb (Wine's Vulkan
-# needs an X display), on the host's lavapipe through Wine's vulkan-1.dll. docs/install.md says what
-# runs and what does not.
+# library librfa.dll.a, the static librfa.a, rfa-run.exe, rfa-bench.exe, rfa-make-model.exe,
+# rfa-viewer.exe, the examples' programs and every test) and runs the test suite under Wine, inside
+# Xvfb (Wine's Vulkan needs an X display), on the host's lavapipe through Wine's vulkan-1.dll; then
+# packs the zip (cpack) and tests it unpacked (package_zip: tests/install_test.sh --windows).
+# The viewer's GLFW and Dear ImGui are built first, from Debian's source packages that
+# install-deps.sh fetched, into build-windows/third-party/prefix (cmake/viewer-deps/).
+# docs/install.md says what runs and what does not.
 #   scripts/test-windows.sh                  the whole suite
 #   scripts/test-windows.sh ci               what CI runs: the libraries, the programs, the examples
 #                                            and the CI_TESTS below (built alone: a fraction of the time)
@@ -16,8 +19,9 @@ bash scripts/install-deps.sh windows
 root=$(pwd)
 # CI's subset: the context and its loader, files (UTF-8 paths, 64-bit offsets, replacing renames),
 # a session, the zoo's goldens on the GPU, the C API, the programs and the examples.
-CI_TESTS='^(test_(context|loader|npy|safetensors|config|session|goldens)|c_api_test|library_exports(_reference)?|rfa_run_no_vulkan_loader|example_.*)$'
-CI_TARGETS=(rfa rfa_shared rfa_reference rfa_reference_shared rfa-run rfa-make-model rfa-bench hello_rfa_cpp
+# The zip, unpacked (package_zip): the demo, the viewer's headless check, an outside app.
+CI_TESTS='^(test_(context|loader|npy|safetensors|config|session|goldens)|c_api_test|library_exports(_reference)?|viewer_links_no_loader|(rfa_run|viewer)_no_vulkan_loader|example_.*|package_zip)$'
+CI_TARGETS=(rfa rfa_shared rfa_reference rfa_reference_shared rfa-run rfa-make-model rfa-bench rfa-viewer hello_rfa_cpp
             hello_rfa_c hello_rfa_cpp_static hello_rfa_c_static check_with_twin test_context test_loader test_npy
             test_safetensors test_config test_session test_goldens c_api_test)
 targets=()
@@ -30,10 +34,23 @@ launcher=()
 if command -v ccache > /dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S . -B build-windows -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/x86_64-w64-mingw32.cmake" \
-  -DCMAKE_CROSSCOMPILING_EMULATOR="$root/scripts/wine-run.sh" \
-  -DRFA_BUILD_VIEWER=OFF -DRFA_TEST_VALIDATION=OFF "${launcher[@]}" > build-windows.log 2>&1 ||
+toolchain=$root/cmake/toolchains/x86_64-w64-mingw32.cmake
+SECONDS=0
+# GLFW and ImGui for MinGW, once per release of their sources (.rfa-version, fetch-viewer-sources.sh).
+deps=$root/build-windows/third-party
+versions=$(cat "$deps/src/glfw3/.rfa-version" "$deps/src/imgui/.rfa-version")
+if [ "$(cat "$deps/prefix/.rfa-versions" 2>/dev/null)" != "$versions" ]; then
+  rm -rf "$deps/build" "$deps/prefix"
+  { cmake -S cmake/viewer-deps -B "$deps/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
+      -DRFA_VIEWER_SOURCES="$deps/src" -DCMAKE_INSTALL_PREFIX="$deps/prefix" "${launcher[@]}" &&
+    cmake --build "$deps/build" -j"$(nproc)" && cmake --install "$deps/build"; } > "$deps/build.log" 2>&1 ||
+    { tail -60 "$deps/build.log"; exit 1; }
+  echo "$versions" > "$deps/prefix/.rfa-versions"
+  echo "windows: GLFW and Dear ImGui (${versions//$'\n'/, }) took ${SECONDS} s"
+fi
+cmake -S . -B build-windows -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$toolchain" \
+  -DCMAKE_CROSSCOMPILING_EMULATOR="$root/scripts/wine-run.sh" -DCMAKE_FIND_ROOT_PATH="$deps/prefix" \
+  -DRFA_BUILD_VIEWER=ON -DRFA_TEST_VALIDATION=OFF "${launcher[@]}" > build-windows.log 2>&1 ||
   { cat build-windows.log; exit 1; }
 SECONDS=0
 cmake --build build-windows -j"$(nproc)" "${targets[@]}" >> build-windows.log 2>&1 || { tail -60 build-windows.log; exit 1; }

@@ -5,6 +5,8 @@
                                                 check librfa.so (nm -D, readelf -d) or rfa.dll
                                                 (TOOL -p: its export table and imported DLLs);
                                                 --reference: librfa_reference.so / rfa_reference.dll
+    check_exports.py PROGRAM --program [--objdump TOOL]
+                                                a program (rfa-viewer) only: it links no Vulkan loader
     check_exports.py --self-test                every check catches its case
 
 The shared library exports the public API only (rfa/export.h's RFA_API): C functions rfa_* and
@@ -198,6 +200,8 @@ def self_test():
         failures.append("NEEDED libvulkan.so.1 not caught")
     if not check(good, ["VULKAN-1.dll"]):
         failures.append("vulkan-1.dll import not caught")
+    if not loader_links(["libglfw.so.3", "libvulkan.so.1"]) or loader_links(["libglfw.so.3", "KERNEL32.dll"]):
+        failures.append("a program's link to the loader (--program) not caught, or a clean one refused")
     if not check(good[1:], []):
         failures.append("a missing rfa_version not caught")
     for sym in ("rfa::reference_forward(rfa::Model const&, int)", "rfa_model_reference_forward",
@@ -243,10 +247,27 @@ def self_test():
     return 1 if failures else 0
 
 
+def loader_links(needed):
+    """The Vulkan loaders among a binary's needed libraries (it must open the loader at run time)."""
+    return [f"needs the Vulkan loader {n} at link time" for n in needed if LOADER.match(n)]
+
+
 def main(argv):
     if argv[1:] == ["--self-test"]:
         return self_test()
     args = argv[1:]
+    if "--program" in args:
+        args.remove("--program")
+        if len(args) not in (1, 3):
+            print(__doc__)
+            return 2
+        needed = (re.findall(r"DLL Name: (\S+)", run([args[2], "-p", args[0]])) if len(args) == 3 else
+                  re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", run(["readelf", "-d", args[0]])))
+        errors = loader_links(needed)
+        for e in errors:
+            print(f"{args[0]}: {e}")
+        print(f"{args[0]}: needs {', '.join(needed) or 'nothing'}: " + ("FAIL" if errors else "ok"))
+        return 1 if errors else 0
     reference = "--reference" in args
     if reference:
         args.remove("--reference")

@@ -1,11 +1,14 @@
-"""The documentation's code snippets, compiled and run (CTest: doc_snippets).
+"""The documentation's code snippets and commands, compiled and run (CTest: doc_snippets).
 
-A fenced block whose info string is "c snippet", "cpp snippet" or "python snippet" in README.md
-or docs/*.md is extracted and run from the source folder (so "models/spiral-filter" resolves):
-C and C++ compiled against runtime/include and the build's librfa.so (a snippet without a main()
-becomes the body of one), Python with the package of python/ and that library. A snippet fails
+A fenced block whose info string is "c snippet", "cpp snippet", "python snippet" or "sh snippet"
+in README.md or docs/*.md is extracted and run from the source folder (so "models/spiral-filter"
+resolves): C and C++ compiled against runtime/include and the build's librfa.so (a snippet without
+a main() becomes the body of one), Python with the package of python/ and that library. A "sh
+snippet" holds the commands a page tells a reader to type (`build/rfa-run ...`): bash runs the
+block (-e: every command must succeed) in a work folder of its own where build/ is the build's
+folder and models/ the zoo, so what the commands write stays out of the sources. A snippet fails
 the test when it does not compile, exits non-zero or raises. Pages whose API the snippets show
-must keep at least one snippet of their language (REQUIRED).
+must keep at least one snippet of their language (REQUIRED), and README.md its commands.
 
 Usage: doc_snippets.py SOURCE_DIR BUILD_DIR [WORK_DIR]    or    doc_snippets.py --self-test
 """
@@ -15,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 
-FENCE = re.compile(r"^```(c|cpp|python) snippet\s*$")
-REQUIRED = {"docs/c-api.md": "c", "docs/cpp-api.md": "cpp", "docs/python.md": "python"}
+FENCE = re.compile(r"^```(c|cpp|python|sh) snippet\s*$")
+REQUIRED = {"docs/c-api.md": "c", "docs/cpp-api.md": "cpp", "docs/python.md": "python", "README.md": "sh",
+            "docs/rfa-run.md": "sh"}
 
 
 def snippets(text):
@@ -39,7 +43,7 @@ def snippets(text):
 
 def as_program(lang, code):
     """A snippet as a whole program: its own main(), or its #includes then the rest inside one."""
-    if lang == "python" or re.search(r"\bint\s+main\s*\(", code):
+    if lang in ("python", "sh") or re.search(r"\bint\s+main\s*\(", code):
         return code
     includes = [l for l in code.splitlines() if l.lstrip().startswith("#include")]
     body = [l for l in code.splitlines() if not l.lstrip().startswith("#include")]
@@ -50,8 +54,16 @@ def run_snippet(lang, code, src, build, work, name):
     """Compiles (C, C++) and runs one snippet from `src`; returns an error text or None."""
     env = dict(os.environ, PYTHONPATH=os.path.join(src, "python"), PYTHONDONTWRITEBYTECODE="1",
                RFA_LIBRARY=os.path.join(build, "librfa.so"))
+    cwd = src
     if lang == "python":
         cmd = [sys.executable, "-c", code]
+    elif lang == "sh":
+        cwd = os.path.join(work, name)
+        os.makedirs(cwd, exist_ok=True)
+        for link, target in (("build", build), ("models", os.path.join(src, "models"))):
+            if not os.path.lexists(os.path.join(cwd, link)):
+                os.symlink(target, os.path.join(cwd, link))
+        cmd = ["bash", "-e", "-x", "-o", "pipefail", "-c", code]
     else:
         ext = ".c" if lang == "c" else ".cpp"
         path, exe = os.path.join(work, name + ext), os.path.join(work, name)
@@ -64,7 +76,7 @@ def run_snippet(lang, code, src, build, work, name):
         if cc.returncode != 0:
             return "does not compile:\n" + cc.stderr[-3000:]
         cmd = [exe]
-    r = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         return "exits %d:\n%s%s" % (r.returncode, r.stdout[-1500:], r.stderr[-3000:])
     return None
@@ -114,6 +126,11 @@ def self_test():
     with tempfile.TemporaryDirectory() as d:  # a failing Python snippet is reported
         ok &= run_snippet("python", "raise SystemExit(3)\n", d, d, d, "x") is not None
         ok &= run_snippet("python", "pass\n", d, d, d, "y") is None
+        # Commands: every line must succeed, in a folder of their own with build/ and models/.
+        ok &= as_program("sh", "true\n") == "true\n"
+        ok &= run_snippet("sh", "true\nfalse\ntrue\n", d, d, d, "s1") is not None
+        ok &= run_snippet("sh", "test -d build && test -L models && touch out.txt\n", d, d, d, "s2") is None
+        ok &= os.path.exists(os.path.join(d, "s2", "out.txt"))
     print("doc_snippets self-test:", "ok" if ok else "FAILED")
     return 0 if ok else 1
 

@@ -1,5 +1,6 @@
-# rfa-viewer's tests: they run the real program (headless, and windowed under Xvfb).
-if(TARGET rfa-viewer)
+# rfa-viewer's tests: they run the real program (headless, and windowed under Xvfb). A Windows
+# build's viewer is checked from its zip instead (package_zip, below: viewer_zoo_check's checks).
+if(TARGET rfa-viewer AND NOT CMAKE_CROSSCOMPILING)
   add_executable(viewer_headless_check viewer_headless_check.cpp)
   target_link_libraries(viewer_headless_check PRIVATE rfa_internal rfa_reference)
   set(viewer_env
@@ -63,14 +64,29 @@ if(TARGET rfa-viewer AND TARGET viewer_headless_check)
   set_tests_properties(viewer_diagnostics PROPERTIES ENVIRONMENT "${viewer_env}" TIMEOUT 600)
 endif()
 
-# The SDK as installed: cmake --install into a temporary prefix, the examples built against it
-# with find_package and pkg-config and run, the installed rfa-run, and the Python package installed
+# The SDK as a user gets it (tests/install_test.sh): the package (cpack: .tar.gz and .deb) unpacked
+# into a fresh folder, and `cmake --install` into a temporary prefix; against them only, the
+# demo, the viewer's headless check (viewer_zoo_check on one model), the examples built with
+# find_package and pkg-config and run, the installed rfa-run, and the Python package installed
 # with pip into a venv of Debian's python3, loading the installed librfa.so.
 if(RFA_BUILD_TOOLS AND NOT CMAKE_CROSSCOMPILING)
   add_test(NAME install_examples
     COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install_test.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
             ${CMAKE_BINARY_DIR}/test-tmp/install)
-  set_tests_properties(install_examples PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 900)
+  set(install_env "${RFA_TEST_ENV}")
+  if(TARGET viewer_zoo_check)
+    list(APPEND install_env "RFA_VIEWER_CHECK=$<TARGET_FILE:viewer_zoo_check>")
+  endif()
+  set_tests_properties(install_examples PROPERTIES ENVIRONMENT "${install_env}" TIMEOUT 900)
+endif()
+# The Windows zip (cross build, under the emulator's Wine): unpacked into a fresh folder, then with
+# nothing else on the path the demo, the viewer's headless check and the examples built with the
+# MinGW toolchain against it (find_package) and run (tests/install_test.sh --windows).
+if(WIN32 AND CMAKE_CROSSCOMPILING AND RFA_BUILD_TOOLS)
+  add_test(NAME package_zip
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install_test.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR}
+            ${CMAKE_BINARY_DIR}/test-tmp/package --windows)
+  set_tests_properties(package_zip PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 900)
 endif()
 
 # The Python package's suite (python/tests) with Debian's python3, numpy and pytest, against the
@@ -131,12 +147,31 @@ endif()
 add_test(NAME doc_snippets_selftest COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/doc_snippets.py --self-test)
 set_tests_properties(doc_snippets_selftest PROPERTIES ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 60)
 
+# The viewer opens the Vulkan loader at run time, as librfa: rfa-viewer needs no libvulkan.so.1
+# (readelf -d) / rfa-viewer.exe imports no vulkan-1.dll (the cross objdump).
+if(TARGET rfa-viewer)
+  if(WIN32)
+    add_test(NAME viewer_links_no_loader COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_exports.py
+             $<TARGET_FILE:rfa-viewer> --program --objdump ${RFA_OBJDUMP})
+  else()
+    add_test(NAME viewer_links_no_loader COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_exports.py
+             $<TARGET_FILE:rfa-viewer> --program)
+  endif()
+  set_tests_properties(viewer_links_no_loader PROPERTIES ENVIRONMENT "PYTHONDONTWRITEBYTECODE=1" TIMEOUT 120)
+endif()
+
 # Under Wine (the Windows build's emulator), vulkan-1.dll switched off: rfa-run names the missing
 # loader (a machine without Vulkan). Linux covers the message in test_context.
 if(WIN32 AND CMAKE_CROSSCOMPILING AND RFA_BUILD_TOOLS)
   add_test(NAME rfa_run_no_vulkan_loader COMMAND rfa-run --list-devices)
   set_tests_properties(rfa_run_no_vulkan_loader PROPERTIES ENVIRONMENT "WINEDLLOVERRIDES=vulkan-1=d"
     PASS_REGULAR_EXPRESSION "no Vulkan loader: vulkan-1.dll not found" TIMEOUT 120)
+  # The viewer too: it starts, and names the missing loader (exit 5) instead of failing to load.
+  if(TARGET rfa-viewer)
+    add_test(NAME viewer_no_vulkan_loader COMMAND rfa-viewer --headless --frames 1)
+    set_tests_properties(viewer_no_vulkan_loader PROPERTIES ENVIRONMENT "WINEDLLOVERRIDES=vulkan-1=d"
+      PASS_REGULAR_EXPRESSION "rfa-viewer: no Vulkan loader: .*vulkan-1.dll not found" TIMEOUT 120)
+  endif()
 endif()
 
 # The examples built in-tree (RFA_BUILD_EXAMPLES: cross builds), each on the model it is made for.

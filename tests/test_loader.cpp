@@ -699,7 +699,7 @@ TEST_CASE("bad model files are rejected, naming the tensor") {
     REQUIRE(write_safetensors(st, t).ok());
     expect(dir, Code::model_error, {"mu_v", "+Inf"});
   }
-  // README: "NaN/Inf weights are rejected" holds for tensors the flags leave unused too.
+  // docs/model-format.md §4, NaN or infinite weights rejected, holds for tensors the flags leave unused too.
   SUBCASE("NaN in P_prior_log, unused without the confidence gate") {
     t["backbone.blocks.1.attn.P_prior_log"].data[0] = std::nanf("");
     REQUIRE(write_safetensors(st, t).ok());

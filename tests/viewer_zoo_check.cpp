@@ -12,7 +12,10 @@
 //  - the picture has the window's size and weighs under 300 KB;
 //  - an AFA head's hover readout in a sliding window: its weights inside the band, "outside the
 //    window" beyond it.
-// usage: viewer_zoo_check SOURCE_DIR RFA_VIEWER WORKDIR
+// usage: viewer_zoo_check SOURCE_DIR RFA_VIEWER WORKDIR [--models DIR] [--only MODEL]
+//   --models DIR: another zoo (an installed share/rfa/models); --only MODEL: that model at the
+//   default size, without the hover case (tests/install_test.sh: an installed or zipped viewer,
+//   RFA_VIEWER then a command that may run it under Wine).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -171,23 +174,39 @@ void check_window_hover(const fs::path& src, const std::string& viewer, const fs
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: viewer_zoo_check SOURCE_DIR RFA_VIEWER WORKDIR\n");
+  std::string zoo, only;
+  bool usage = argc < 4;
+  for (int i = 4; i < argc && !usage; i += 2) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) usage = true;
+    else if (a == "--models") zoo = argv[i + 1];
+    else if (a == "--only") only = argv[i + 1];
+    else usage = true;
+  }
+  std::vector<Zoo> models;
+  for (const Zoo& z : kZoo)
+    if (only.empty() || only == z.name) models.push_back(z);
+  if (usage || models.empty()) {
+    std::fprintf(stderr, "usage: viewer_zoo_check SOURCE_DIR RFA_VIEWER WORKDIR [--models DIR] [--only MODEL]\n");
     return 2;
   }
   const fs::path src = argv[1], work = argv[3];
-  for (const auto& [W, H] : {std::pair{1600, 1000}, std::pair{1440, 900}}) {
+  std::vector<std::pair<int, int>> sizes = {{1600, 1000}};
+  if (only.empty()) sizes.push_back({1440, 900});
+  for (const auto& [W, H] : sizes) {
     const fs::path dir = work / (std::to_string(W) + "x" + std::to_string(H));
     std::error_code ec;
     fs::remove_all(dir, ec);
-    const std::string cmd = "RFA_VIEWER='" + std::string(argv[2]) + "' bash '" + (src / "scripts/viewer-screenshots.sh").string() +
-                            "' --json --out '" + dir.string() + "' --size " + std::to_string(W) + "x" + std::to_string(H);
+    std::string cmd = "RFA_VIEWER='" + std::string(argv[2]) + "' bash '" + (src / "scripts/viewer-screenshots.sh").string() +
+                      "' --json --out '" + dir.string() + "' --size " + std::to_string(W) + "x" + std::to_string(H);
+    if (!zoo.empty()) cmd += " --models '" + zoo + "'";
+    if (!only.empty()) cmd += " " + only;
     std::printf("$ %s\n", cmd.c_str());
     const int rc = std::system(cmd.c_str());
     EXPECT(rc == 0, "viewer-screenshots.sh exited with %d (an error, or validation messages)", rc);
     if (rc != 0) continue;
-    for (const Zoo& z : kZoo) check_model(z, dir, W, H);
+    for (const Zoo& z : models) check_model(z, dir, W, H);
   }
-  check_window_hover(src, argv[2], work);
+  if (only.empty()) check_window_hover(src, argv[2], work);
   return viewer_check::finish();
 }

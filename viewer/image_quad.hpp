@@ -3,7 +3,7 @@
 // small pipeline (quad.vert/quad.frag) and descriptor set, followed by ImGui's reset callback.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "vk.hpp"
 
 #include <deque>
 #include <map>

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "app.hpp"
+#include "default_model.hpp"
 #include "image_quad.hpp"
 #include "imgui.h"
 #include "imgui_impl_glfw.h"
@@ -31,6 +32,7 @@ namespace {
 const char* kUsage =
     "usage: rfa-viewer [--model DIR] [--headless] [--frames K] [--screenshot out.png] [options]\n"
     "  --model DIR          model folder (config.json + model.safetensors); also a path field in the UI\n"
+    "                       (default: RFA_MODEL, else the zoo's spiral-filter beside the program)\n"
     "  --npy FILE           signal input [N, d_in] (+ an optional timestamp column); default: live spiral\n"
     "  --prompt TEXT        lm prompt (then generation; --no-generate to stop after the prompt)\n"
     "  --steps N            positions streamed before the first frame\n"
@@ -101,6 +103,7 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
+  if (o.model_dir.empty()) o.model_dir = default_model(argv[0]);
   if (o.headless && o.frames < 0) o.frames = 1;
   if (!(o.diagnostics_alpha > 0) || o.diagnostics_alpha > 100) {
     std::fprintf(stderr, "rfa-viewer: --diagnostics-alpha expects a number in (0, 100]\n");
@@ -148,7 +151,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "rfa-viewer: %s\n", err.c_str());
     return 5;
   }
-  rfa::AdoptedDevice ad{vk.instance, vk.phys, vk.device, vk.queue, vk.family, vk.device_extensions};
+  // The runtime shares the viewer's loader (the same libvulkan.so.1 / vulkan-1.dll).
+  rfa::AdoptedDevice ad{vk.instance, vk.phys, vk.device, vk.queue, vk.family, vk.device_extensions, vkGetInstanceProcAddr};
   // RFA_DEVICE_PROFILE (docs/device-profiles.md) and the kernel variables; the device and its
   // validation are VkSetup's (RFA_DEVICE, RFA_VALIDATION above).
   rfa::ContextOptions co = rfa::context_options_from_environment();

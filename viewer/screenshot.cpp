@@ -1,7 +1,11 @@
 #include "screenshot.hpp"
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
+#if __has_include(<stb/stb_image_write.h>)  // Debian's libstb-dev
 #include <stb/stb_image_write.h>
+#else  // vcpkg's stb: flat in include/
+#include <stb_image_write.h>
+#endif
 
 namespace viewer {
 

@@ -3,7 +3,7 @@
 // per frame and submit on the queue shared with the runtime, under the runtime's queue lock.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "vk.hpp"
 
 #include <cstdint>
 #include <functional>

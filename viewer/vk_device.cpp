@@ -31,6 +31,12 @@ std::string lower(std::string s) {
 
 bool VkSetup::create(const std::vector<const char*>& instance_exts, int validation, bool swapchain,
                      bool (*present_check)(VkInstance, VkPhysicalDevice, uint32_t), std::string* error) {
+  // The loader is opened here, at run time (viewer/vk_volk.c): the viewer links none, as librfa.
+  if (volkInitialize() != VK_SUCCESS) {
+    *error = "no Vulkan loader: libvulkan.so.1 / vulkan-1.dll not found; install the Vulkan loader and a driver "
+             "(Debian: libvulkan1 and mesa-vulkan-drivers; Windows: a GPU driver, which installs vulkan-1.dll)";
+    return false;
+  }
   if (validation < 0) validation = rfa::environment_flag("RFA_VALIDATION");
   std::vector<const char*> layers, exts(instance_exts);
   if (validation) {
@@ -59,6 +65,7 @@ bool VkSetup::create(const std::vector<const char*>& instance_exts, int validati
     *error = "vkCreateInstance failed (is a Vulkan driver installed? Debian: mesa-vulkan-drivers)";
     return false;
   }
+  volkLoadInstance(instance);  // one device: the instance's pointers serve it (the loader dispatches)
   if (validation) {
     VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;

@@ -2,7 +2,7 @@
 // runtime through rfa::Context::adopt so that compute and drawing share the queue.
 #pragma once
 
-#include <vulkan/vulkan.h>
+#include "vk.hpp"
 
 #include <atomic>
 #include <string>

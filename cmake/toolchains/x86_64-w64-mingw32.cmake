@@ -11,9 +11,11 @@ set(CMAKE_C_COMPILER ${RFA_MINGW_TRIPLE}-gcc-posix)
 set(CMAKE_CXX_COMPILER ${RFA_MINGW_TRIPLE}-g++-posix)
 set(CMAKE_RC_COMPILER ${RFA_MINGW_TRIPLE}-windres)
 
-# Libraries and headers of the target from the MinGW sysroot only; programs (glslangValidator,
-# spirv-val, python3: build-time tools) from the host.
-set(CMAKE_FIND_ROOT_PATH /usr/${RFA_MINGW_TRIPLE})
+# Libraries and headers of the target from the MinGW sysroot only, and from the Windows prefixes
+# given as -DCMAKE_FIND_ROOT_PATH=DIR (the viewer's GLFW and ImGui, scripts/test-windows.sh; an
+# unpacked rfa-vk zip, for an app's find_package(rfa)); programs (glslangValidator, spirv-val,
+# python3: build-time tools) from the host.
+list(APPEND CMAKE_FIND_ROOT_PATH /usr/${RFA_MINGW_TRIPLE})
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)

@@ -1,4 +1,4 @@
-// rfa-run's command line: the flags (README.md, "rfa-run"), parsed and checked against each other.
+// rfa-run's command line: the flags (docs/rfa-run.md), parsed and checked against each other.
 // A mistake in them is a usage error: one line on stderr naming the flag, a hint to --help, exit 2.
 #pragma once
 

@@ -16,7 +16,7 @@ namespace rfa {
 std::string shape_str(const std::vector<int64_t>& s);
 
 // What non-finite values a tensor may hold. Every tensor the loader reads is checked, used or not
-// (README: "NaN/Inf weights are rejected"); only the derived buffers, which are never read, are not.
+// (docs/model-format.md §4: NaN or infinite weights are rejected); only the derived buffers, which are never read, are not.
 enum class Finite { all, allow_inf };
 
 // Reads tensors from the file, checking shapes, dtypes and values, and remembers which names were
