@@ -87,6 +87,10 @@ RFA_API void rfa_context_destroy(rfa_context* ctx);
 RFA_API const char* rfa_context_capabilities(const rfa_context* ctx);
 /* Validation messages of warning/error severity seen by this context. */
 RFA_API uint64_t rfa_context_validation_messages(const rfa_context* ctx);
+/* 1 once the context's device was lost (a call returned RFA_ERROR_DEVICE_LOST): every call that
+ * needs the GPU then fails the same way; destroy its sessions and the context, create new ones
+ * (docs/c-api.md, "When the device fails"). 0 otherwise, and for NULL. */
+RFA_API int rfa_context_lost(const rfa_context* ctx);
 
 RFA_API rfa_status rfa_model_load(const char* dir, rfa_model** out);
 RFA_API void rfa_model_destroy(rfa_model* model);

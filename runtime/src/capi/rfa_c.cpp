@@ -162,6 +162,8 @@ uint64_t rfa_context_validation_messages(const rfa_context* ctx) {
   return ctx ? ctx->ctx->validation_message_count() : 0;
 }
 
+int rfa_context_lost(const rfa_context* ctx) { return ctx && ctx->ctx->lost() ? 1 : 0; }
+
 rfa_status rfa_model_load(const char* dir, rfa_model** out) {
   if (!out || !dir) return invalid("dir or out is NULL");
   *out = nullptr;
