@@ -68,7 +68,7 @@ Status Recorder::prepare() {
 }
 
 Recorder::~Recorder() {
-  if (batch_) batch_->wait();
+  if (batch_) batch_->detach(this);  // waits for the batch's fence, whatever the context's state
   VkDevice dev = ctx_.device();
   // Whatever the context's state (a lost device finishes nothing more, and its wait returns at
   // once), nothing is destroyed while the device may still use it.
@@ -473,6 +473,14 @@ Status Batch::submit(const std::vector<Recorder*>& recs) {
   members_ = recs;
   for (Recorder* r : recs) r->batch_ = this;
   return Status::Ok();
+}
+
+void Batch::detach(Recorder* r) {
+  // A member destroyed while the batch may still be in flight (after a failed wait the batch stays
+  // in flight): the device lets go first, then the batch forgets it.
+  if (in_flight_ && fence_) vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  members_.erase(std::remove(members_.begin(), members_.end(), r), members_.end());
+  r->batch_ = nullptr;
 }
 
 bool Batch::done() {

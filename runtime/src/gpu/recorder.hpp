@@ -181,6 +181,7 @@ class Batch {
   bool in_flight() const { return in_flight_; }
   bool done();    // never blocks: true when nothing is in flight or the fence has signalled
   Status wait();  // blocks; then reads every member's timings
+  void detach(Recorder* r);  // a member being destroyed: waits for the device, then forgets it
 
  private:
   Context& ctx_;
