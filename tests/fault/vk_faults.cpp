@@ -9,6 +9,7 @@
 
 #include "gpu/vk_check.hpp"
 #include "gpu/vk_loader.hpp"
+#include "hold_driver.hpp"
 
 #if !defined(_WIN32)
 #include <dlfcn.h>
@@ -148,7 +149,6 @@ template <class T, class... Rest>
 void settle(T first, Rest...) {
   settle_one(first);
 }
-inline void settle() {}
 
 template <int I, class Fn>
 struct Wrapper;
@@ -202,6 +202,7 @@ int function_index(const std::string& name) {
 }
 
 Status install() {
+  hold_vulkan_driver_loaded();  // (hold_driver.hpp: LeakSanitizer's view of the driver)
   State& s = state();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
