@@ -16,8 +16,10 @@
 #endif
 
 // The sanitizers' symbolizer (present in the ASan/TSan builds): names a call site by function,
-// file and line. Weak: elsewhere the site is named by module and offset.
+// file and line. Weak: elsewhere the site is named by module and offset. (ELF only.)
+#if !defined(_WIN32)
 extern "C" void __sanitizer_symbolize_pc(void* pc, const char* fmt, char* out, size_t size) __attribute__((weak));
+#endif
 
 namespace rfa::test::faults {
 namespace {
@@ -252,6 +254,7 @@ std::string describe(const Site& site) {
   std::string name = functions()[(size_t)site.function].name;
   // The call instruction is just before the return address.
   void* pc = (void*)((const char*)site.caller - 1);
+#if !defined(_WIN32)
   if (__sanitizer_symbolize_pc) {
     char buf[512] = {};
     __sanitizer_symbolize_pc(pc, "%f %s:%l", buf, sizeof buf);
@@ -261,7 +264,6 @@ std::string describe(const Site& site) {
     if (space != std::string::npos && slash != std::string::npos && slash > space) where.erase(space + 1, slash - space);
     if (!where.empty()) return name + " from " + where;
   }
-#if !defined(_WIN32)
   Dl_info info{};
   if (dladdr(pc, &info) && info.dli_fname) {
     const char* base = std::strrchr(info.dli_fname, '/');
