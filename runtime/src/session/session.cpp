@@ -245,36 +245,27 @@ void Session::reset() {
   I.last_count = 0;
 }
 
+namespace {
+// One field read under the session's lock: a getter another thread may call in the middle of a step.
+template <class Impl, class Read>
+auto locked(const Impl& I, Read read) {
+  const auto held = I.lock();
+  return read(I);
+}
+}  // namespace
+
 const std::vector<float>& Session::outputs() const { return impl_->outputs; }
-int Session::last_count() const {
-  const auto held = impl_->lock();
-  return impl_->last_count;
-}
-int Session::output_count() const {
-  const auto held = impl_->lock();
-  return impl_->out_count;
-}
+int Session::last_count() const { return locked(*impl_, [](const auto& I) { return I.last_count; }); }
+int Session::output_count() const { return locked(*impl_, [](const auto& I) { return I.out_count; }); }
 int Session::output_dim() const { return impl_->info.output_dim; }
-int Session::position() const {
-  const auto held = impl_->lock();
-  return impl_->filled;
-}
+int Session::position() const { return locked(*impl_, [](const auto& I) { return I.filled; }); }
 int Session::batch() const { return impl_->batch; }
 int Session::max_context() const { return impl_->capacity; }
 int Session::window() const { return impl_->window; }
-int Session::oldest_position() const {
-  const auto held = impl_->lock();
-  return impl_->oldest();
-}
+int Session::oldest_position() const { return locked(*impl_, [](const auto& I) { return I.oldest(); }); }
 const Model& Session::model() const { return *impl_->model; }
-double Session::last_gpu_ms() const {
-  const auto held = impl_->lock();
-  return impl_->gpu_ms;
-}
-double Session::last_wall_ms() const {
-  const auto held = impl_->lock();
-  return impl_->wall_ms;
-}
+double Session::last_gpu_ms() const { return locked(*impl_, [](const auto& I) { return I.gpu_ms; }); }
+double Session::last_wall_ms() const { return locked(*impl_, [](const auto& I) { return I.wall_ms; }); }
 SessionStats Session::stats() const {
   const auto held = impl_->lock();
   SessionStats s;
