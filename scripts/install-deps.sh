@@ -14,7 +14,7 @@ set -euo pipefail
 # SIGPIPE and the pipeline fails although it matched. This grep reads its input to the end.
 drain_grep() { grep "$@" > /dev/null; }
 PKGS=(cmake g++ make pkg-config libvulkan-dev libvulkan-volk-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools
-      spirv-tools doctest-dev nlohmann-json3-dev libglfw3-dev libimgui-dev libstb-dev xvfb xauth clang
+      spirv-tools doctest-dev nlohmann-json3-dev libglfw3-dev libimgui-dev libstb-dev xvfb xauth clang libclang-rt-14-dev
       # the Python package (python/): its suite, and the pip install of tests/install_test.sh
       python3 python3-numpy python3-pytest python3-setuptools python3-pip python3-venv)
 SUDO=""

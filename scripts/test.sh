@@ -2,9 +2,8 @@
 # The README's test command: installs what is missing, builds, and runs every test on lavapipe
 # with the Khronos validation layer on (any validation message fails the test), the suites that take
 # the subgroup and matrix paths again on Mesa 26's lavapipe (fetched into .drivers/mesa26 by
-# scripts/install-deps.sh mesa26; RFA_NEWER_DRIVER=0 skips it); then builds the loader, parser and
-# session tests with AddressSanitizer + UBSan and runs them too. The slowest CTest entries are
-# printed at the end of the run.
+# scripts/install-deps.sh mesa26; RFA_NEWER_DRIVER=0 skips it); then the sanitizer builds
+# (scripts/test-sanitizers.sh). The slowest CTest entries are printed at the end of the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${RFA_NEWER_DRIVER:-1}" != "0" ]; then
@@ -34,18 +33,7 @@ wait
 slowest
 [ "$ctest_rc" -eq 0 ] || exit "$ctest_rc"
 
-# Sanitizers: the trust boundary (model files, configs, npy, tokenizers) and sessions. Built with
-# clang (the main build is g++), so the library, the programs and these tests are also held to
-# clang's warnings (errors where RFA_WERROR=ON, as in CI) at no extra build.
-SAN_TESTS="test_safetensors test_config test_loader test_npy test_tokenizer test_fuzz_corpus test_session"
-SAN_CC=(); command -v clang++ > /dev/null && SAN_CC=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++)
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRFA_SANITIZE=ON -DRFA_BUILD_VIEWER=OFF \
-  -DRFA_WERROR="${RFA_WERROR:-OFF}" "${SAN_CC[@]}" > build-asan.log 2>&1 || { cat build-asan.log; exit 1; }
-# shellcheck disable=SC2086
-cmake --build build-asan -j"$(nproc)" --target $SAN_TESTS rfa-run rfa-make-model rfa-bench >> build-asan.log 2>&1 ||
-  { tail -50 build-asan.log; exit 1; }
-echo "sanitizer build ($(grep -m1 -o 'The CXX compiler identification is [A-Za-z]*' build-asan.log | awk '{print $NF}')): library, programs and $SAN_TESTS"
-# Leak checking stays on for the parsers; the Vulkan driver's own allocations are not ours to judge.
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -R "test_(safetensors|config|loader|npy|tokenizer|fuzz_corpus)$" \
-  && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -R "test_session$")
+# Sanitizers (clang): AddressSanitizer + UBSan with leak checks over the parsers, the session, the
+# Vulkan fault sweep and the recovery tests; the parsers' fuzzer for a bounded time; the
+# ThreadSanitizer build of the session, stream, generate and threads suites.
+bash scripts/test-sanitizers.sh

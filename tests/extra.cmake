@@ -201,3 +201,13 @@ if(TARGET rfa-bench AND NOT CMAKE_CROSSCOMPILING)
             ${CMAKE_BINARY_DIR}/test-tmp/gpu_report)
   set_tests_properties(gpu_report_quick PROPERTIES ENVIRONMENT "${RFA_TEST_ENV};PYTHONDONTWRITEBYTECODE=1" TIMEOUT 1200)
 endif()
+
+# CI's short soak (issue 33; rfa-bench stream --soak is the long one): memory flat over a stream
+# after warm-up, device memory unchanged (tests/soak_check.cpp). Judges memory, never time.
+add_executable(soak_check soak_check.cpp ${CMAKE_SOURCE_DIR}/tools/rfa-bench/process_stats.cpp)
+target_link_libraries(soak_check PRIVATE rfa_internal)
+target_include_directories(soak_check PRIVATE ${CMAKE_SOURCE_DIR}/tools/rfa-bench)
+target_compile_definitions(soak_check PRIVATE RFA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+add_test(NAME soak_check COMMAND soak_check)
+add_test(NAME soak_check_selftest COMMAND soak_check --self-test --steps 4000)  # the check bites
+set_tests_properties(soak_check soak_check_selftest PROPERTIES ENVIRONMENT "${RFA_TEST_ENV}" TIMEOUT 900)

@@ -10,6 +10,7 @@
 
 #include "rfa/environment.hpp"
 #include "core/access.hpp"
+#include "hold_driver.hpp"
 
 #if defined(_WIN32)
 #define WIN32_LEAN_AND_MEAN
@@ -62,6 +63,7 @@ rfa::Context& context(const KernelOptions& kernels, const std::string& device_pr
     if (k == key) return *c;
   // RFA_DEVICE, and RFA_DEVICE_PROFILE for CTest's per-profile variants (tests/CMakeLists.txt), read
   // here through the programs' helper (rfa/environment.hpp): the library reads no environment.
+  hold_vulkan_driver_loaded();  // hold_driver.hpp: leak checking without suppressions
   ContextOptions o = context_options_from_environment();
   if (!device_profile.empty()) o.device_profile = device_profile;
   o.validation = validation_option();  // tests run under the Khronos validation layer wherever there is one

@@ -211,6 +211,7 @@ _PROTOTYPES = {
     "rfa_context_create_ex": (c_int, [P(ContextOptions), P(c_void_p)]),
     "rfa_context_destroy": (None, [c_void_p]),
     "rfa_context_validation_messages": (ctypes.c_uint64, [c_void_p]),
+    "rfa_context_lost": (c_int, [c_void_p]),
     "rfa_context_capabilities": (c_char_p, [c_void_p]),
     "rfa_context_kernel_refusals": (c_char_p, [c_void_p]),
     "rfa_context_device": (c_int, [c_void_p, P(c_char_p), P(c_char_p)]),

@@ -92,6 +92,13 @@ class Context:
         """Warnings and errors the Vulkan validation layer reported on this context so far."""
         return int(_lib.lib().rfa_context_validation_messages(self._h))
 
+    @property
+    def lost(self):
+        """True once the device was lost (a call raised rfa.Error with code rfa.DEVICE_LOST): every
+        call that needs the GPU then raises the same; close the context and its sessions and make
+        new ones (docs/python.md, "When the device fails")."""
+        return bool(self._h) and bool(_lib.lib().rfa_context_lost(self._h))
+
     def _adopt_session(self, h):
         self._sessions[h.value] = h
 
@@ -121,7 +128,8 @@ _contexts_lock = threading.Lock()
 
 
 def shared_context(device=None):
-    """The context Session(device=...) uses: one per device selector, created on first use."""
+    """The context Session(device=...) uses: one per device selector, created on first use, and
+    again after its device was lost (or it was closed)."""
     if isinstance(device, Context):
         return device
     if device is not None and not isinstance(device, (str, int)) or isinstance(device, bool):
@@ -129,7 +137,9 @@ def shared_context(device=None):
     key = None if device is None else str(device)
     with _contexts_lock:
         ctx = _contexts.get(key)
-        if ctx is None:
+        # A lost device refuses all work: new sessions get a new context (the lost one's sessions
+        # keep raising DEVICE_LOST until they are closed).
+        if ctx is None or not ctx._h or ctx.lost:
             ctx = _contexts[key] = Context(device)
         return ctx
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rfa/context.hpp"
+#include "rfa/session.hpp"
 
 #include <memory>
 #include <string>
@@ -17,8 +18,14 @@ int bench_linear(const std::vector<std::string>& args);
 int bench_model(const std::vector<std::string>& args);
 
 // `rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]`,
-// and `--soak` (1e6 steps through a 4096 window: memory at start and end, output vs a fresh prefill)
+// and `--soak` (bench_soak below)
 int bench_stream(const std::vector<std::string>& args);
+
+// `rfa-bench stream --soak [--steps 1000000] [--window 4096] [--every 100000] [--tail 64]`: a long
+// stream with the options `so` (batch, window) that reports host memory, device memory and the
+// outputs' drift every --every steps (bench_soak.cpp).
+int bench_soak(const std::vector<std::string>& args, Context& ctx, std::shared_ptr<const Model> model,
+               const SessionOptions& so);
 
 // The context of `--device SEL` (or the default device); null after printing why on stderr.
 std::unique_ptr<Context> open_context(const std::vector<std::string>& args);

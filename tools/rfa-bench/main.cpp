@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
       "       rfa-bench attention [--json] [--n 1024,4096] [--reps N] [--decode] [--kv f32|f16] [--stats] [--device SEL]\n"
       "       rfa-bench model --model DIR [--prefill 512] [--decode 512,4096] [--steps 8] [--profile] [--json]\n"
       "       rfa-bench stream [--model DIR] [--batch B] [--context N] [--steps K] [--window W] [--json]\n"
-      "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--json]\n"
+      "       rfa-bench stream --soak [--model DIR] [--window 4096] [--steps 1000000] [--every 100000] [--tail 64] [--json]\n"
       "       rfa-bench diagnostics --synthetic [--seed S] [--examples 256] [--alphas 0.1,...,10] [--json]\n"
       "       rfa-bench diagnostics [--model DIR] [--window 64,128,256,512] [--reps 5] [--json]\n"
       "       rfa-bench spirv FILE.spv   (static counts of a SPIR-V module; tools/rfa-bench/kernel_counts.py)\n"

@@ -8,6 +8,9 @@
 #include <psapi.h>
 #else
 #include <sys/resource.h>
+#if defined(__linux__)
+#include <malloc.h>
+#endif
 
 #include <cstdio>
 #include <ctime>
@@ -32,6 +35,8 @@ double filetime_ms(const FILETIME& t) {
 
 double peak_rss_mib() { return (double)memory_counters().PeakWorkingSetSize / 1048576.0; }
 double rss_mib() { return (double)memory_counters().WorkingSetSize / 1048576.0; }
+double heap_in_use_mib() { return 0; }
+double heap_held_mib() { return 0; }
 double thread_cpu_ms() {
   FILETIME created, exited, kernel, user;
   if (!::GetThreadTimes(::GetCurrentThread(), &created, &exited, &kernel, &user)) return 0;
@@ -56,6 +61,20 @@ double rss_mib() {
   std::fclose(f);
   return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
 }
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+double heap_in_use_mib() {
+  const struct mallinfo2 m = mallinfo2();
+  return (double)(m.uordblks + m.hblkhd) / 1048576.0;
+}
+double heap_held_mib() {
+  const struct mallinfo2 m = mallinfo2();
+  return (double)(m.arena + m.hblkhd) / 1048576.0;
+}
+#else
+double heap_in_use_mib() { return 0; }
+double heap_held_mib() { return 0; }
+#endif
 
 double thread_cpu_ms() {
   timespec ts{};

@@ -1,7 +1,8 @@
 // Asynchronous frames: a viewer's loop around a session. After begin_frame(), one prefill/step call
 // and any Inspector::render_attention() / watch_row() calls are recorded instead of run;
-// end_frame() submits them all as ONE queue submission and returns at once. frame_done() polls
-// without blocking and wait_frame() blocks; until the frame is done, outputs(), last_gpu_ms() and
+// end_frame() submits them all as ONE queue submission and returns at once (when it fails, nothing
+// of the frame ran and position() is back where it was). frame_done() polls without blocking (it
+// is true too when the frame failed; wait_frame() then returns why) and wait_frame() blocks; until the frame is done, outputs(), last_gpu_ms() and
 // the heatmaps' timings describe the previous work, while position() already counts the frame's
 // positions. begin_frame() waits for a frame still in flight; other probes may not be called
 // between begin_frame() and end_frame() (they would run at once, ahead of the frame's step).

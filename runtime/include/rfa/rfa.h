@@ -99,8 +99,27 @@ RFA_API const char* rfa_context_capabilities(const rfa_context* ctx);
 RFA_API const char* rfa_context_kernel_refusals(const rfa_context* ctx);
 /* Validation messages of warning/error severity seen by this context. */
 RFA_API uint64_t rfa_context_validation_messages(const rfa_context* ctx);
+/* 1 once the context's device was lost (a call returned RFA_ERROR_DEVICE_LOST): every call that
+ * needs the GPU then fails the same way; destroy its sessions and the context, create new ones
+ * (docs/c-api.md, "When the device fails"). 0 otherwise, and for NULL. */
+RFA_API int rfa_context_lost(const rfa_context* ctx);
 
 RFA_API rfa_status rfa_model_load(const char* dir, rfa_model** out);
+/* A model folder's files already in memory (bundled assets): the same checks and messages as
+ * rfa_model_load, naming `name` (NULL: "memory") where a folder would be named. encoder_json and
+ * vocab_bpe: GPT-2 BPE language models only, else NULL / 0. The bytes are copied. */
+typedef struct rfa_model_files {
+  const char* name;
+  const char* config_json;
+  size_t config_json_length;
+  const void* safetensors;
+  size_t safetensors_length;
+  const char* encoder_json;
+  size_t encoder_json_length;
+  const char* vocab_bpe;
+  size_t vocab_bpe_length;
+} rfa_model_files;
+RFA_API rfa_status rfa_model_load_memory(const rfa_model_files* files, rfa_model** out);
 RFA_API void rfa_model_destroy(rfa_model* model);
 /* Sizes: layers, heads, head_dim (complex dims), input_dim (values per position, 0 for LMs),
  * output_dim (vocab, d_in or d_e), vocab (0 unless LM). Any pointer may be NULL. */

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "rfa/context.hpp"
@@ -23,6 +24,19 @@ struct Model;  // a loaded, validated model (host memory); see model_info()
 
 // Loads and validates `dir` (config.json + model.safetensors [+ tokenizer files]).
 RFA_API Result<std::shared_ptr<const Model>> load_model_dir(const std::string& dir);
+
+// The files of a model folder already in memory (an app's bundled assets, a download): the same
+// checks as load_model_dir, the same messages, naming `name` where a folder would be named.
+// encoder_json and vocab_bpe: GPT-2 BPE language models only (load_tokenizer reads them from the
+// model); empty otherwise. The bytes are copied: the caller's buffers may go once this returns.
+struct ModelFiles {
+  std::string name = "memory";  // ModelInfo::name
+  std::string_view config_json;
+  const void* safetensors = nullptr;
+  size_t safetensors_bytes = 0;
+  std::string_view encoder_json, vocab_bpe;
+};
+RFA_API Result<std::shared_ptr<const Model>> load_model_memory(const ModelFiles& files);
 
 struct ModelInfo {
   std::string name, architecture, tokenizer;

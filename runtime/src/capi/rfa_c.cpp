@@ -197,11 +197,35 @@ uint64_t rfa_context_validation_messages(const rfa_context* ctx) {
   return ctx ? ctx->ctx->validation_message_count() : 0;
 }
 
+int rfa_context_lost(const rfa_context* ctx) { return ctx && ctx->ctx->lost() ? 1 : 0; }
+
 rfa_status rfa_model_load(const char* dir, rfa_model** out) {
   if (!out || !dir) return invalid("dir or out is NULL");
   *out = nullptr;
   return guarded([&] {
     auto m = rfa::load_model_dir(dir);
+    if (!m) return to_c(m.status());
+    *out = new rfa_model{m.take()};
+    (*out)->info = rfa::model_info(*(*out)->model);
+    return RFA_OK;
+  });
+}
+
+rfa_status rfa_model_load_memory(const rfa_model_files* files, rfa_model** out) {
+  if (!out || !files) return invalid("files or out is NULL");
+  *out = nullptr;
+  if ((!files->config_json && files->config_json_length) || (!files->encoder_json && files->encoder_json_length) ||
+      (!files->vocab_bpe && files->vocab_bpe_length))
+    return invalid("rfa_model_files: a NULL pointer with a non-zero length");
+  return guarded([&] {
+    rfa::ModelFiles f;
+    if (files->name) f.name = files->name;
+    f.config_json = std::string_view(files->config_json ? files->config_json : "", files->config_json_length);
+    f.safetensors = files->safetensors;
+    f.safetensors_bytes = files->safetensors_length;
+    f.encoder_json = std::string_view(files->encoder_json ? files->encoder_json : "", files->encoder_json_length);
+    f.vocab_bpe = std::string_view(files->vocab_bpe ? files->vocab_bpe : "", files->vocab_bpe_length);
+    auto m = rfa::load_model_memory(f);
     if (!m) return to_c(m.status());
     *out = new rfa_model{m.take()};
     (*out)->info = rfa::model_info(*(*out)->model);

@@ -1,4 +1,5 @@
 #include "gpu/capabilities.hpp"
+#include "gpu/vk_check.hpp"
 #include "gpu/vk_khr_coopmat.hpp"
 #include "gpu/vk_loader.hpp"
 
@@ -36,38 +37,61 @@ int device_type_rank(VkPhysicalDeviceType t) {
   }
 }
 
-bool instance_has_layer(const char* name) {
-  if (!load_vulkan().ok()) return false;  // no loader: no layer
+namespace {
+// Whether `list` (a Vulkan enumeration's two calls) names `name`; a failed call is reported,
+// never read as "absent" (a validation layer "not installed" because the loader ran out of memory).
+template <class Props, class Enumerate, class NameOf>
+Status listed(const char* what, Enumerate enumerate, NameOf name_of, const char* name, bool* has) {
+  *has = false;
   uint32_t n = 0;
-  vkEnumerateInstanceLayerProperties(&n, nullptr);
-  std::vector<VkLayerProperties> layers(n);
-  vkEnumerateInstanceLayerProperties(&n, layers.data());
-  for (auto& l : layers)
-    if (std::strcmp(l.layerName, name) == 0) return true;
-  return false;
+  VkResult r = enumerate(&n, nullptr);
+  std::vector<Props> props(n);
+  if (r == VK_SUCCESS && n) r = enumerate(&n, props.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_status(r, what, __FILE__, __LINE__);
+  props.resize(std::min<size_t>(n, props.size()));
+  for (const Props& p : props)
+    if (std::strcmp(name_of(p), name) == 0) *has = true;
+  return Status::Ok();
+}
+}  // namespace
+
+Status instance_layer_present(const char* name, bool* has) {
+  RFA_TRY(load_vulkan());
+  return listed<VkLayerProperties>(
+      "vkEnumerateInstanceLayerProperties", [](uint32_t* n, VkLayerProperties* p) { return vkEnumerateInstanceLayerProperties(n, p); },
+      [](const VkLayerProperties& p) { return p.layerName; }, name, has);
 }
 
-bool instance_has_extension(const char* name) {
-  if (!load_vulkan().ok()) return false;
-  uint32_t n = 0;
-  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> exts(n);
-  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
-  for (auto& e : exts)
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  return false;
+Status instance_extension_present(const char* name, bool* has) {
+  RFA_TRY(load_vulkan());
+  return listed<VkExtensionProperties>(
+      "vkEnumerateInstanceExtensionProperties",
+      [](uint32_t* n, VkExtensionProperties* p) { return vkEnumerateInstanceExtensionProperties(nullptr, n, p); },
+      [](const VkExtensionProperties& p) { return p.extensionName; }, name, has);
 }
 
-bool device_has_extension(VkPhysicalDevice phys, const char* name) {
+Status device_extension_present(VkPhysicalDevice phys, const char* name, bool* has) {
   // An app may ask about its own device before the runtime has an instance of its own.
-  if (!load_vulkan_functions(VK_NULL_HANDLE).ok()) return false;
-  uint32_t n = 0;
-  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, nullptr);
-  std::vector<VkExtensionProperties> exts(n);
-  vkEnumerateDeviceExtensionProperties(phys, nullptr, &n, exts.data());
-  for (auto& e : exts)
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  return false;
+  RFA_TRY(load_vulkan_functions(VK_NULL_HANDLE));
+  return listed<VkExtensionProperties>(
+      "vkEnumerateDeviceExtensionProperties",
+      [phys](uint32_t* n, VkExtensionProperties* p) { return vkEnumerateDeviceExtensionProperties(phys, nullptr, n, p); },
+      [](const VkExtensionProperties& p) { return p.extensionName; }, name, has);
+}
+
+// No loader, or a failed enumeration: absent (the probes' view; the context's own checks use the
+// Status forms above).
+bool instance_has_layer(const char* name) {
+  bool has = false;
+  return instance_layer_present(name, &has).ok() && has;
+}
+bool instance_has_extension(const char* name) {
+  bool has = false;
+  return instance_extension_present(name, &has).ok() && has;
+}
+bool device_has_extension(VkPhysicalDevice phys, const char* name) {
+  bool has = false;
+  return device_extension_present(phys, name, &has).ok() && has;
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "rfa/status.hpp"
+
 namespace rfa::gpu {
 
 struct MemoryHeapInfo {
@@ -139,5 +141,10 @@ int device_type_rank(VkPhysicalDeviceType t);
 bool instance_has_layer(const char* name);
 bool instance_has_extension(const char* name);
 bool device_has_extension(VkPhysicalDevice phys, const char* name);
+// The same, with a failed enumeration reported (the context's own checks: a layer or extension
+// "absent" because the call failed would be a wrong diagnosis).
+Status instance_layer_present(const char* name, bool* has);
+Status instance_extension_present(const char* name, bool* has);
+Status device_extension_present(VkPhysicalDevice phys, const char* name, bool* has);
 
 }  // namespace rfa::gpu

@@ -63,7 +63,9 @@ Status create_instance(bool validation, bool* portability, VkInstance* out) {
 
   std::vector<const char*> layers, exts;
   if (validation) {
-    if (!instance_has_layer(kValidationLayer))
+    bool has = false;
+    RFA_TRY(instance_layer_present(kValidationLayer, &has));
+    if (!has)
       return Status(Code::device_error,
                     "validation was requested (ContextOptions::validation) but the layer "
                     "VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)");
@@ -72,7 +74,7 @@ Status create_instance(bool validation, bool* portability, VkInstance* out) {
   }
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   // MoltenVK and other non-conformant drivers only appear with portability enumeration.
-  *portability = instance_has_extension(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
+  RFA_TRY(instance_extension_present(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME, portability));
   if (*portability) {
     exts.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
     ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
@@ -86,15 +88,18 @@ Status create_instance(bool validation, bool* portability, VkInstance* out) {
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
     return Status(Code::device_error, "no Vulkan driver found (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER); "
                                       "install one, e.g. Debian's mesa-vulkan-drivers");
-  VK_TRY(r);
+  if (r != VK_SUCCESS) return vk_status(r, "vkCreateInstance", __FILE__, __LINE__);
   return Status::Ok();
 }
 
-std::vector<VkPhysicalDevice> physical_devices(VkInstance inst) {
+Result<std::vector<VkPhysicalDevice>> physical_devices(VkInstance inst) {
   uint32_t n = 0;
-  vkEnumeratePhysicalDevices(inst, &n, nullptr);
+  VK_TRY(vkEnumeratePhysicalDevices(inst, &n, nullptr));
   std::vector<VkPhysicalDevice> devs(n);
-  if (n) vkEnumeratePhysicalDevices(inst, &n, devs.data());
+  if (n) {
+    const VkResult r = vkEnumeratePhysicalDevices(inst, &n, devs.data());
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) return vk_status(r, "vkEnumeratePhysicalDevices", __FILE__, __LINE__);
+  }
   devs.resize(n);
   return devs;
 }
@@ -189,7 +194,11 @@ Result<std::vector<DeviceInfo>> list_devices_impl() {
   }
   std::vector<DeviceInfo> out;
   auto devs = physical_devices(inst);
-  for (size_t i = 0; i < devs.size(); ++i) out.push_back(describe(inst, devs[i], (int)i));
+  if (!devs) {
+    vkDestroyInstance(inst, nullptr);
+    return devs.status();
+  }
+  for (size_t i = 0; i < devs->size(); ++i) out.push_back(describe(inst, (*devs)[i], (int)i));
   vkDestroyInstance(inst, nullptr);
   return out;
 }
@@ -231,10 +240,11 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   }
 
   auto devs = physical_devices(ctx->instance_);
-  auto idx = select_device(ctx->instance_, devs, options.device);
+  if (!devs) return devs.status();
+  auto idx = select_device(ctx->instance_, *devs, options.device);
   if (!idx) return idx.status();
   ctx->device_index_ = *idx;
-  ctx->phys_ = devs[(size_t)*idx];
+  ctx->phys_ = (*devs)[(size_t)*idx];
   ctx->queue_family_ = (uint32_t)find_compute_family(ctx->phys_);
   Capabilities caps = probe_capabilities(ctx->instance_, ctx->phys_, ctx->queue_family_);
   // Pooled descriptor sets on request: GPU-assisted validation of the Khronos layer 1.3.239 tracks
@@ -245,7 +255,9 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   std::vector<const char*> exts;
   if (caps.push_descriptors) exts.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
   // The spec requires enabling VK_KHR_portability_subset wherever the device exposes it.
-  if (device_has_extension(ctx->phys_, "VK_KHR_portability_subset")) exts.push_back("VK_KHR_portability_subset");
+  bool portability_subset = false;
+  RFA_TRY(device_extension_present(ctx->phys_, "VK_KHR_portability_subset", &portability_subset));
+  if (portability_subset) exts.push_back("VK_KHR_portability_subset");
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -417,7 +429,13 @@ Status Context::usable() const {
 }
 
 Status Context::note(Status s) {
-  if (s.code() == Code::device_lost) lost_.store(true);
+  if (s.code() == Code::device_lost && !lost_.exchange(true) && device_) {
+    // Once, when the loss is first seen: whatever the device still runs (after a wait that timed
+    // out it may) is finished or abandoned before the app destroys the objects it uses. A device
+    // that is really lost returns at once; the queue lock keeps other threads' submits out.
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    vkDeviceWaitIdle(device_);
+  }
   return s;
 }
 
@@ -430,12 +448,18 @@ Status Context::submit_once(const std::function<void(VkCommandBuffer)>& record) 
   ai.commandBufferCount = 1;
   VkCommandBuffer cb = VK_NULL_HANDLE;
   RFA_TRY(note([&]() -> Status { VK_TRY(vkAllocateCommandBuffers(device_, &ai, &cb)); return Status::Ok(); }()));
-  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  vkBeginCommandBuffer(cb, &bi);
-  record(cb);
-  vkEndCommandBuffer(cb);
+  bool pending = false;  // submitted and not known to be done: the command buffer must stay
   Status s = [&]() -> Status {
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    VK_TRY(vkBeginCommandBuffer(cb, &bi));
+    record(cb);
+    VK_TRY(vkEndCommandBuffer(cb));
+    // The fence is reset before it is used again (see reset_fence in recorder.cpp).
+    if (once_fence_signaled_) {
+      VK_TRY(vkResetFences(device_, 1, &once_fence_));
+      once_fence_signaled_ = false;
+    }
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cb;
@@ -443,11 +467,16 @@ Status Context::submit_once(const std::function<void(VkCommandBuffer)>& record) 
       std::lock_guard<std::mutex> lock(queue_mutex_);
       VK_TRY(vkQueueSubmit(queue_, 1, &si, once_fence_));
     }
-    VK_TRY(vkWaitForFences(device_, 1, &once_fence_, VK_TRUE, UINT64_MAX));
-    VK_TRY(vkResetFences(device_, 1, &once_fence_));
+    pending = true;
+    const VkResult r = vkWaitForFences(device_, 1, &once_fence_, VK_TRUE, UINT64_MAX);
+    if (r != VK_SUCCESS) return vk_wait_status(r, "vkWaitForFences", __FILE__, __LINE__);
+    pending = false;
+    once_fence_signaled_ = true;
     return Status::Ok();
   }();
-  vkFreeCommandBuffers(device_, once_pool_, 1, &cb);
+  // A command buffer the device may still run is left to the pool, which the destructor frees
+  // after the device is idle (the context is lost by then: vk_wait_status).
+  if (!pending) vkFreeCommandBuffers(device_, once_pool_, 1, &cb);
   return note(s);
 }
 

@@ -98,6 +98,7 @@ class Context {
   std::mutex once_mutex_;
   VkCommandPool once_pool_ = VK_NULL_HANDLE;
   VkFence once_fence_ = VK_NULL_HANDLE;
+  bool once_fence_signaled_ = false;  // reset before its next submission
   std::unique_ptr<Allocator> allocator_;
   std::unique_ptr<PipelineCache> pipelines_;
 };

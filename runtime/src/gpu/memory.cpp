@@ -113,7 +113,9 @@ Result<uint32_t> Allocator::new_block(uint64_t bytes, MemoryKind kind, const std
     ai.memoryTypeIndex = (uint32_t)type;
     VkResult r = vkAllocateMemory(ctx_.device(), &ai, nullptr, &b->memory);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
-      return Status(Code::out_of_memory, "out of GPU memory: could not allocate a " + mib(bytes) + " block for " + what);
+      return Status(Code::out_of_memory, std::string("out of ") + (r == VK_ERROR_OUT_OF_HOST_MEMORY ? "host" : "GPU") +
+                                             " memory: could not allocate a " + mib(bytes) + " block for " + what +
+                                             " (vkAllocateMemory failed with " + vk_result_name(r) + ")");
     VK_TRY(r);
     VK_TRY(vkBindBufferMemory(ctx_.device(), b->buffer, b->memory, 0));
     VkPhysicalDeviceMemoryProperties mem;

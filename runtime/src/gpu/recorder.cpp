@@ -17,40 +17,61 @@ constexpr VkPipelineStageFlags kStages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | 
 constexpr VkAccessFlags kWrites = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
 constexpr VkAccessFlags kAll = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                                VK_ACCESS_TRANSFER_WRITE_BIT;
+
+// The fence is reset right before the submission that will signal it, not after the wait that saw
+// it signalled: a failed reset then fails that submission, with nothing submitted and the
+// recording intact, and the next submit() tries the reset again.
+Status reset_fence(Context& ctx, VkFence fence, bool* signaled) {
+  if (!*signaled) return Status::Ok();
+  const VkResult r = vkResetFences(ctx.device(), 1, &fence);
+  if (r != VK_SUCCESS) return ctx.note(vk_status(r, "vkResetFences", __FILE__, __LINE__));
+  *signaled = false;
+  return Status::Ok();
+}
 }  // namespace
 
-Recorder::Recorder(Context& ctx, GpuTiming timing) : ctx_(ctx), timing_(ctx.timestamps_enabled() ? timing : GpuTiming::none) {
-  deferred_ = [&]() -> Status {
+Recorder::Recorder(Context& ctx, GpuTiming timing) : ctx_(ctx), timing_(ctx.timestamps_enabled() ? timing : GpuTiming::none) {}
+
+// The recorder's Vulkan objects, made on the first begin() (and again by a later begin() after a
+// failure: a pool or fence the driver could not give once is asked for again, so an
+// out-of-memory leaves the recorder usable once memory is back).
+Status Recorder::prepare() {
+  VkDevice dev = ctx_.device();
+  if (!pool_) {
     VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-    pi.queueFamilyIndex = ctx.queue_family();
-    VK_TRY(vkCreateCommandPool(ctx.device(), &pi, nullptr, &pool_));
+    pi.queueFamilyIndex = ctx_.queue_family();
+    VK_TRY(vkCreateCommandPool(dev, &pi, nullptr, &pool_));
+  }
+  if (!cb_) {
     VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     ai.commandPool = pool_;
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
-    VK_TRY(vkAllocateCommandBuffers(ctx.device(), &ai, &cb_));
+    VK_TRY(vkAllocateCommandBuffers(dev, &ai, &cb_));
+  }
+  if (!fence_) {
     VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VK_TRY(vkCreateFence(ctx.device(), &fi, nullptr, &fence_));
-    if (timing_ != GpuTiming::none) {
-      VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
-      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-      qi.queryCount = timing_ == GpuTiming::per_dispatch ? 2 * kMaxTimedDispatches + 2 : 2;
-      // Timing is optional: a device that cannot give a query pool runs untimed.
-      if (vkCreateQueryPool(ctx.device(), &qi, nullptr, &queries_) == VK_SUCCESS) query_capacity_ = qi.queryCount;
-      else timing_ = GpuTiming::none;
-    }
-    if (ctx.caps().push_descriptors)
-      push_descriptor_fn_ =
-          (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(ctx.device(), "vkCmdPushDescriptorSetKHR");
-    return Status::Ok();
-  }();
-  ctx_.note(deferred_);
+    VK_TRY(vkCreateFence(dev, &fi, nullptr, &fence_));
+  }
+  if (timing_ != GpuTiming::none && !queries_) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = timing_ == GpuTiming::per_dispatch ? 2 * kMaxTimedDispatches + 2 : 2;
+    // Timing is optional: a device that cannot give a query pool runs untimed.
+    if (vkCreateQueryPool(dev, &qi, nullptr, &queries_) == VK_SUCCESS) query_capacity_ = qi.queryCount;
+    else timing_ = GpuTiming::none;
+  }
+  if (ctx_.caps().push_descriptors && !push_descriptor_fn_)
+    push_descriptor_fn_ = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(dev, "vkCmdPushDescriptorSetKHR");
+  return Status::Ok();
 }
 
 Recorder::~Recorder() {
-  if (batch_) batch_->wait();
+  if (batch_) batch_->detach(this);  // waits for the batch's fence, whatever the context's state
   VkDevice dev = ctx_.device();
+  // Whatever the context's state (a lost device finishes nothing more, and its wait returns at
+  // once), nothing is destroyed while the device may still use it.
   if (in_flight_ && fence_) vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
   if (recording_ && cb_) vkEndCommandBuffer(cb_);
   for (VkDescriptorPool p : descriptor_pools_) vkDestroyDescriptorPool(dev, p, nullptr);
@@ -60,10 +81,12 @@ Recorder::~Recorder() {
 }
 
 Status Recorder::begin(bool reusable) {
-  RFA_TRY(deferred_);
   RFA_TRY(ctx_.usable());
   if (recording_) return Status(Code::invalid_argument, "Recorder::begin called twice without end()");
   RFA_TRY(wait());
+  RFA_TRY(prepare());
+  ended_ = false;
+  deferred_ = Status::Ok();
   VK_TRY(vkResetCommandBuffer(cb_, 0));
   for (VkDescriptorPool p : descriptor_pools_) VK_TRY(vkResetDescriptorPool(ctx_.device(), p, 0));
   current_pool_ = 0;
@@ -187,9 +210,9 @@ bool Recorder::packed_descriptors(const Pipeline& p, const std::vector<Binding>&
   return true;
 }
 
-void Recorder::bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings) {
+bool Recorder::bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings) {
   if (p.packed) {
-    if (!packed_descriptors(p, bindings)) return;
+    if (!packed_descriptors(p, bindings)) return false;
   } else {
     infos_.resize(bindings.size());
     writes_.resize(bindings.size());
@@ -204,29 +227,38 @@ void Recorder::bind_descriptors(const Pipeline& p, const std::vector<Binding>& b
   }
   if (p.push_descriptors && push_descriptor_fn_) {
     push_descriptor_fn_(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, (uint32_t)writes_.size(), writes_.data());
-    return;
+    return true;
   }
   // Pooled sets: allocated from per-recorder pools that are reset when the next recording begins
   // (a reusable recording keeps its sets for as long as it is replayed).
   VkDescriptorSet set = VK_NULL_HANDLE;
   for (;;) {
-    if (current_pool_ == descriptor_pools_.size()) {
+    const bool fresh = current_pool_ == descriptor_pools_.size();
+    if (fresh) {
       Status s = grow_descriptor_pool();
       if (!s.ok()) {
         deferred_ = s;
-        return;
+        return false;
       }
     }
     VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
     ai.descriptorPool = descriptor_pools_[current_pool_];
     ai.descriptorSetCount = 1;
     ai.pSetLayouts = &p.set_layout;
-    if (vkAllocateDescriptorSets(ctx_.device(), &ai, &set) == VK_SUCCESS) break;
+    const VkResult r = vkAllocateDescriptorSets(ctx_.device(), &ai, &set);
+    if (r == VK_SUCCESS) break;
+    // A full pool sends the set to the next one; any other failure, or a fresh pool that cannot
+    // hold one set, is the recording's error (never a loop that grows pools without end).
+    if (fresh || (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)) {
+      deferred_ = vk_status(r, "vkAllocateDescriptorSets", __FILE__, __LINE__);
+      return false;
+    }
     ++current_pool_;
   }
   for (auto& w : writes_) w.dstSet = set;
   vkUpdateDescriptorSets(ctx_.device(), (uint32_t)writes_.size(), writes_.data(), 0, nullptr);
   vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  return true;
 }
 
 void Recorder::dispatch_bytes(const Pipeline& p, const std::vector<Binding>& bindings, const void* push, uint32_t gx,
@@ -235,6 +267,7 @@ void Recorder::dispatch_bytes(const Pipeline& p, const std::vector<Binding>& bin
     deferred_ = Status(Code::invalid_argument, "Recorder::dispatch outside begin()/end()");
     return;
   }
+  if (!deferred_.ok()) return;  // the recording already failed: end() says why
   if (bindings.size() != p.bindings) {
     deferred_ = Status(Code::invalid_argument, "dispatch of " + p.shader + " with " + std::to_string(bindings.size()) +
                                                    " buffers; the pipeline has " + std::to_string(p.bindings));
@@ -251,7 +284,9 @@ void Recorder::dispatch_bytes(const Pipeline& p, const std::vector<Binding>& bin
   track(bindings, p.packed);
   if (std::find(used_.begin(), used_.end(), &p) == used_.end()) used_.push_back(&p);
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  bind_descriptors(p, bindings);
+  // A dispatch whose descriptors could not be bound is not recorded: end() reports why, and the
+  // recording is never submitted.
+  if (!bind_descriptors(p, bindings)) return;
   if (p.push_bytes) vkCmdPushConstants(cb_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_bytes, push);
   const bool timed = timing_ == GpuTiming::per_dispatch && queries_used_ + 2 <= query_capacity_;
   if (timed) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_, queries_used_);
@@ -303,12 +338,12 @@ Status Recorder::end() {
   vkCmdPipelineBarrier(cb_, kStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
   if (queries_) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 1);
   recording_ = false;
-  VK_TRY(vkEndCommandBuffer(cb_));
-  if (!deferred_.ok()) {
-    Status s = deferred_;
-    deferred_ = Status::Ok();
-    return s;
-  }
+  const VkResult r = vkEndCommandBuffer(cb_);
+  Status s = deferred_;
+  deferred_ = Status::Ok();
+  // A failed end leaves the command buffer invalid: begin() resets it before the next recording.
+  if (r != VK_SUCCESS) return ctx_.note(vk_status(r, "vkEndCommandBuffer", __FILE__, __LINE__));
+  RFA_TRY(s);
   ended_ = true;
   return Status::Ok();
 }
@@ -317,6 +352,7 @@ Status Recorder::submit() {
   if (!ended_) return Status(Code::invalid_argument, "Recorder::submit of a recording that did not end cleanly");
   RFA_TRY(wait());
   RFA_TRY(ctx_.usable());
+  RFA_TRY(reset_fence(ctx_, fence_, &fence_signaled_));
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &cb_;
@@ -333,13 +369,12 @@ Status Recorder::submit() {
 Status Recorder::wait() {
   if (batch_) return batch_->wait();
   if (!in_flight_) return Status::Ok();
+  // After a loss nothing is waited for (the submission stays in flight for the destructor).
+  RFA_TRY(ctx_.usable());
+  const VkResult r = vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  if (r != VK_SUCCESS) return ctx_.note(vk_wait_status(r, "vkWaitForFences", __FILE__, __LINE__));
   in_flight_ = false;
-  Status s = [&]() -> Status {
-    VK_TRY(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
-    VK_TRY(vkResetFences(ctx_.device(), 1, &fence_));
-    return Status::Ok();
-  }();
-  if (!s.ok()) return ctx_.note(s);
+  fence_signaled_ = true;
   return read_timings();
 }
 
@@ -385,8 +420,12 @@ Status Recorder::read_timings() {
   if (!queries_used_) return Status::Ok();
   query_results_.resize(queries_used_);
   uint64_t* ts = query_results_.data();
-  VK_TRY(vkGetQueryPoolResults(ctx_.device(), queries_, 0, queries_used_, queries_used_ * 8, ts, 8,
-                               VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT));
+  const VkResult r = vkGetQueryPoolResults(ctx_.device(), queries_, 0, queries_used_, queries_used_ * 8, ts, 8,
+                                           VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  // Timings are optional (as a device without a query pool runs untimed): the submission's results
+  // stand when only its timestamps cannot be read. A lost device is reported.
+  if (r == VK_ERROR_DEVICE_LOST) return ctx_.note(vk_status(r, "vkGetQueryPoolResults", __FILE__, __LINE__));
+  if (r != VK_SUCCESS) return Status::Ok();
   const uint32_t bits = ctx_.caps().timestamp_valid_bits;
   const uint64_t mask = bits >= 64 ? ~0ull : ((1ull << bits) - 1);
   const double to_ms = ctx_.caps().timestamp_period_ns * 1e-6;
@@ -396,22 +435,22 @@ Status Recorder::read_timings() {
   return Status::Ok();
 }
 
-Batch::Batch(Context& ctx) : ctx_(ctx) {
-  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  init_ = [&]() -> Status {
-    VK_TRY(vkCreateFence(ctx.device(), &fi, nullptr, &fence_));
-    return Status::Ok();
-  }();
-}
+Batch::Batch(Context& ctx) : ctx_(ctx) {}
 
 Batch::~Batch() {
-  if (in_flight_) wait();
+  if (in_flight_) {
+    vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX);
+    for (Recorder* r : members_) r->batch_ = nullptr;
+  }
   if (fence_) vkDestroyFence(ctx_.device(), fence_, nullptr);
 }
 
 Status Batch::submit(const std::vector<Recorder*>& recs) {
-  RFA_TRY(init_);
   RFA_TRY(wait());
+  if (!fence_) {  // made on first use, and asked for again after a failure
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VK_TRY(vkCreateFence(ctx_.device(), &fi, nullptr, &fence_));
+  }
   std::vector<VkCommandBuffer> cbs;
   for (Recorder* r : recs) {
     if (!r->ended_) return Status(Code::invalid_argument, "Batch::submit of a recording that did not end cleanly");
@@ -420,6 +459,7 @@ Status Batch::submit(const std::vector<Recorder*>& recs) {
   }
   if (cbs.empty()) return Status::Ok();
   RFA_TRY(ctx_.usable());
+  RFA_TRY(reset_fence(ctx_, fence_, &fence_signaled_));
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = (uint32_t)cbs.size();
   si.pCommandBuffers = cbs.data();
@@ -435,21 +475,32 @@ Status Batch::submit(const std::vector<Recorder*>& recs) {
   return Status::Ok();
 }
 
+void Batch::detach(Recorder* r) {
+  // A member destroyed while the batch may still be in flight (after a failed wait the batch stays
+  // in flight): the device lets go first, then the batch forgets it.
+  if (in_flight_ && fence_) vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  members_.erase(std::remove(members_.begin(), members_.end(), r), members_.end());
+  r->batch_ = nullptr;
+}
+
 bool Batch::done() {
-  if (!in_flight_) return true;
-  return vkGetFenceStatus(ctx_.device(), fence_) == VK_SUCCESS;
+  if (!in_flight_ || ctx_.lost()) return true;  // a lost device: wait() reports it
+  const VkResult r = vkGetFenceStatus(ctx_.device(), fence_);
+  if (r == VK_NOT_READY) return false;
+  // Signalled, or an error that wait() meets again and reports (never polled forever).
+  if (r != VK_SUCCESS) ctx_.note(vk_wait_status(r, "vkGetFenceStatus", __FILE__, __LINE__));
+  return true;
 }
 
 Status Batch::wait() {
   if (!in_flight_) return Status::Ok();
+  // After a loss nothing is waited for; the destructor still waits for the device to let go.
+  RFA_TRY(ctx_.usable());
+  const VkResult waited = vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX);
+  if (waited != VK_SUCCESS) return ctx_.note(vk_wait_status(waited, "vkWaitForFences", __FILE__, __LINE__));
   in_flight_ = false;
+  fence_signaled_ = true;
   for (Recorder* r : members_) r->batch_ = nullptr;
-  Status s = [&]() -> Status {
-    VK_TRY(vkWaitForFences(ctx_.device(), 1, &fence_, VK_TRUE, UINT64_MAX));
-    VK_TRY(vkResetFences(ctx_.device(), 1, &fence_));
-    return Status::Ok();
-  }();
-  if (!s.ok()) return ctx_.note(s);
   Status first;
   for (Recorder* r : members_) {
     Status t = r->read_timings();

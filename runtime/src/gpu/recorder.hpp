@@ -128,12 +128,14 @@ class Recorder {
   // layer's synchronization checks (rightly, for what a descriptor may touch) see it read and write
   // every tensor, so it is ordered after everything pending and everything after it.
   void track(const std::vector<Binding>& bindings, bool whole_arena = false);
-  void bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings);
+  // False (deferred_ set) when a descriptor set or a packed table could not be had.
+  bool bind_descriptors(const Pipeline& p, const std::vector<Binding>& bindings);
   // A packed kernel's descriptors: the arena and a table of the buffers' offsets, written into a
   // slice of tables_ (false, with deferred_ set, on failure).
   bool packed_descriptors(const Pipeline& p, const std::vector<Binding>& bindings);
   Status grow_descriptor_pool();
   Status read_timings();
+  Status prepare();  // the command pool, buffer, fence and query pool, made by begin() when missing
 
   Context& ctx_;
   GpuTiming timing_;
@@ -155,6 +157,7 @@ class Recorder {
   size_t table_chunk_ = 0;
   uint64_t table_used_ = 0;
   bool recording_ = false, ended_ = false, in_flight_ = false;
+  bool fence_signaled_ = false;  // reset by the next submit() (reset_fence in recorder.cpp)
   Batch* batch_ = nullptr;  // the batch this recording was last submitted in, while in flight
   uint32_t dispatches_ = 0, barriers_ = 0;
   std::vector<DispatchTiming> timings_;
@@ -178,13 +181,13 @@ class Batch {
   bool in_flight() const { return in_flight_; }
   bool done();    // never blocks: true when nothing is in flight or the fence has signalled
   Status wait();  // blocks; then reads every member's timings
+  void detach(Recorder* r);  // a member being destroyed: waits for the device, then forgets it
 
  private:
   Context& ctx_;
-  VkFence fence_ = VK_NULL_HANDLE;
-  bool in_flight_ = false;
+  VkFence fence_ = VK_NULL_HANDLE;  // made by the first submit()
+  bool in_flight_ = false, fence_signaled_ = false;
   std::vector<Recorder*> members_;
-  Status init_;
 };
 
 }  // namespace rfa::gpu

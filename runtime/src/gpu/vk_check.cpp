@@ -27,6 +27,8 @@ const char* vk_result_name(VkResult r) {
     RFA_VK_CASE(VK_ERROR_FRAGMENTED_POOL)
     RFA_VK_CASE(VK_ERROR_OUT_OF_POOL_MEMORY)
     RFA_VK_CASE(VK_ERROR_UNKNOWN)
+    RFA_VK_CASE(VK_ERROR_FRAGMENTATION)
+    RFA_VK_CASE(VK_ERROR_INVALID_SHADER_NV)
 #undef RFA_VK_CASE
     default:
       return "VK_ERROR_(unlisted)";
@@ -46,6 +48,15 @@ Status vk_status(VkResult r, const char* expr, const char* file, int line) {
     default:
       return Status(Code::device_error, msg);
   }
+}
+
+Status vk_wait_status(VkResult r, const char* expr, const char* file, int line) {
+  Status s = vk_status(r, expr, file, line);
+  if (s.code() == Code::device_lost) return s;
+  // The runtime waits without a time limit: a wait that returns anything but success leaves the
+  // work's state unknown (a hung GPU, a driver out of memory). It is handled as a lost device.
+  return Status(Code::device_lost, s.message() + "; a wait without a time limit failed, so the device is treated as "
+                                                  "lost and the context refuses further work");
 }
 
 }  // namespace rfa::gpu

@@ -13,6 +13,10 @@ const char* vk_result_name(VkResult r);
 
 // Device loss and out-of-memory get their own codes; everything else is a device_error.
 Status vk_status(VkResult r, const char* expr, const char* file, int line);
+// A failed wait for the device (a fence, the queue): device_lost whatever the VkResult (VK_TIMEOUT
+// from a wait without a time limit, out of memory while waiting), so that an app has one recovery
+// for a device that stopped answering: a new context (docs/cpp-api.md, "When the device fails").
+Status vk_wait_status(VkResult r, const char* expr, const char* file, int line);
 
 }  // namespace rfa::gpu
 

@@ -158,4 +158,30 @@ Result<Model> load_model(const std::string& dir) {
   }
 }
 
+Result<Model> load_model_files(const std::string& name, std::string_view config_json, const void* safetensors,
+                                size_t safetensors_bytes, std::string_view encoder_json, std::string_view vocab_bpe) {
+  try {
+    const std::string label = name.empty() ? std::string("<memory>") : name;
+    if (!safetensors && safetensors_bytes)
+      return make_error(Code::invalid_argument, label + ": model.safetensors is NULL with " +
+                                                    std::to_string(safetensors_bytes) + " bytes");
+    auto cfg = parse_config(config_json, label + "/config.json");
+    if (!cfg) return cfg.status();
+    const uint8_t* bytes = static_cast<const uint8_t*>(safetensors);
+    auto st = SafetensorsFile::from_memory(std::vector<uint8_t>(bytes, bytes + safetensors_bytes),
+                                           label + "/model.safetensors");
+    if (!st) return st.status();
+    auto m = build_model(*cfg, *st, label);
+    if (!m) return m.status();
+    m->source_dir.clear();  // no folder: the tokenizer's files come with the model
+    m->encoder_json = std::string(encoder_json);
+    m->vocab_bpe = std::string(vocab_bpe);
+    return m;
+  } catch (const std::bad_alloc&) {
+    return make_error(Code::out_of_memory, name + ": out of host memory while loading the model");
+  } catch (const std::exception& ex) {
+    return make_error(Code::model_error, name + ": " + ex.what());
+  }
+}
+
 }  // namespace rfa

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/config.hpp"
@@ -19,6 +20,11 @@ Result<Model> load_model(const std::string& dir);
 
 // The same from an already parsed config and an opened safetensors file.
 Result<Model> build_model(const ModelConfig& cfg, const SafetensorsFile& st, const std::string& dir);
+
+// The same from the files' contents in memory (rfa::ModelFiles, rfa/session.hpp); `name` stands
+// for the folder in messages and in ModelInfo::name.
+Result<Model> load_model_files(const std::string& name, std::string_view config_json, const void* safetensors,
+                                size_t safetensors_bytes, std::string_view encoder_json, std::string_view vocab_bpe);
 
 
 }  // namespace rfa

@@ -84,6 +84,9 @@ struct Model {
   AttentionLayer single;
 
   std::string tokenizer;  // lm: "bytes" or "gpt2" (encoder.json + vocab.bpe in the folder)
+  // A GPT-2 BPE model loaded from memory (load_model_memory) keeps its two tokenizer files here;
+  // a folder's model reads them from source_dir.
+  std::string encoder_json, vocab_bpe;
 
   int num_layers() const { return arch == Architecture::attention ? 1 : (int)blocks.size(); }
   const AttentionLayer& layer(int l) const {

@@ -378,13 +378,18 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(const Model& model) {
     return make_byte_tokenizer();
   }
   if (model.tokenizer == "gpt2") {
+    const bool in_memory = model.source_dir.empty();  // load_model_memory: the files came with it
     const std::filesystem::path dir(model.source_dir);
-    const std::string enc_path = (dir / "encoder.json").string(), bpe_path = (dir / "vocab.bpe").string();
-    auto enc = read_file_text(enc_path, 256u << 20);
+    const std::string enc_path = in_memory ? model.name + "/encoder.json" : (dir / "encoder.json").string();
+    const std::string bpe_path = in_memory ? model.name + "/vocab.bpe" : (dir / "vocab.bpe").string();
+    if (in_memory && (model.encoder_json.empty() || model.vocab_bpe.empty()))
+      return make_error(Code::model_error, "model '" + model.name + "' (from memory) is a GPT-2 BPE model, and " +
+                                               "encoder.json or vocab.bpe was not given with it (rfa::ModelFiles)");
+    auto enc = in_memory ? Result<std::string>(model.encoder_json) : read_file_text(enc_path, 256u << 20);
     if (!enc) return enc.status();
-    auto bpe = read_file_text(bpe_path, 256u << 20);
+    auto bpe = in_memory ? Result<std::string>(model.vocab_bpe) : read_file_text(bpe_path, 256u << 20);
     if (!bpe) return bpe.status();
-    auto tok = make_gpt2_tokenizer(*enc, *bpe, model.source_dir);
+    auto tok = make_gpt2_tokenizer(*enc, *bpe, in_memory ? model.name : model.source_dir);
     if (!tok) return tok.status();
     if ((*tok)->vocab_size() > model.vocab)
       return make_error(Code::model_error, enc_path + ": token ids reach " + std::to_string((*tok)->vocab_size() - 1) +

@@ -29,6 +29,7 @@ struct RFA_HIDDEN Heatmap::Impl {
 
   ~Impl() {
     if (!g) return;
+    rec.reset();  // waits for a render still in flight, which writes the image
     VkDevice dev = g->device();
     if (view) vkDestroyImageView(dev, view, nullptr);
     if (image) vkDestroyImage(dev, image, nullptr);

@@ -18,6 +18,13 @@ Result<std::shared_ptr<const Model>> load_model_dir(const std::string& dir) {
   return std::shared_ptr<const Model>(std::make_shared<Model>(m.take()));
 }
 
+Result<std::shared_ptr<const Model>> load_model_memory(const ModelFiles& f) {
+  auto m = load_model_files(f.name, f.config_json, f.safetensors, f.safetensors_bytes, f.encoder_json,
+                             f.vocab_bpe);
+  if (!m) return m.status();
+  return std::shared_ptr<const Model>(std::make_shared<Model>(m.take()));
+}
+
 ModelInfo model_info(const Model& m) {
   ModelInfo i;
   i.name = m.name;

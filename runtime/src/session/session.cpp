@@ -206,6 +206,7 @@ Result<std::unique_ptr<Session>> Session::create(Context& ctx, std::shared_ptr<c
 }
 
 Status Session::prefill_tokens(const std::vector<int64_t>& ids, int n, const std::vector<double>& ts) {
+  const auto held = impl_->lock();
   if (impl_->model->arch != Architecture::lm)
     return Status(Code::input_error, "this model takes values (--signal), not tokens");
   if (n <= 0 || ids.size() != (size_t)impl_->batch * n)
@@ -215,6 +216,7 @@ Status Session::prefill_tokens(const std::vector<int64_t>& ids, int n, const std
 }
 
 Status Session::prefill_values(const std::vector<float>& values, int n, const std::vector<double>& ts) {
+  const auto held = impl_->lock();
   if (impl_->model->arch == Architecture::lm)
     return Status(Code::input_error, "this language model takes tokens (--prompt or --tokens), not values");
   if (n <= 0 || values.size() != (size_t)impl_->batch * n * impl_->info.input_dim)
@@ -232,6 +234,7 @@ Status Session::step_values(const std::vector<float>& values, const std::vector<
 }
 
 void Session::reset() {
+  const auto held = impl_->lock();
   Impl& I = *impl_;
   I.settle_frame();
   for (auto& p : I.plans) p.rec->wait();
@@ -242,19 +245,29 @@ void Session::reset() {
   I.last_count = 0;
 }
 
+namespace {
+// One field read under the session's lock: a getter another thread may call in the middle of a step.
+template <class Impl, class Read>
+auto locked(const Impl& I, Read read) {
+  const auto held = I.lock();
+  return read(I);
+}
+}  // namespace
+
 const std::vector<float>& Session::outputs() const { return impl_->outputs; }
-int Session::last_count() const { return impl_->last_count; }
-int Session::output_count() const { return impl_->out_count; }
+int Session::last_count() const { return locked(*impl_, [](const auto& I) { return I.last_count; }); }
+int Session::output_count() const { return locked(*impl_, [](const auto& I) { return I.out_count; }); }
 int Session::output_dim() const { return impl_->info.output_dim; }
-int Session::position() const { return impl_->filled; }
+int Session::position() const { return locked(*impl_, [](const auto& I) { return I.filled; }); }
 int Session::batch() const { return impl_->batch; }
 int Session::max_context() const { return impl_->capacity; }
 int Session::window() const { return impl_->window; }
-int Session::oldest_position() const { return impl_->oldest(); }
+int Session::oldest_position() const { return locked(*impl_, [](const auto& I) { return I.oldest(); }); }
 const Model& Session::model() const { return *impl_->model; }
-double Session::last_gpu_ms() const { return impl_->gpu_ms; }
-double Session::last_wall_ms() const { return impl_->wall_ms; }
+double Session::last_gpu_ms() const { return locked(*impl_, [](const auto& I) { return I.gpu_ms; }); }
+double Session::last_wall_ms() const { return locked(*impl_, [](const auto& I) { return I.wall_ms; }); }
 SessionStats Session::stats() const {
+  const auto held = impl_->lock();
   SessionStats s;
   s.submits = impl_->submits;
   s.bytes_up = impl_->bytes_up;
@@ -263,6 +276,7 @@ SessionStats Session::stats() const {
   return s;
 }
 std::vector<std::pair<std::string, double>> Session::last_kernel_ms() const {
+  const auto held = impl_->lock();
   std::vector<std::pair<std::string, double>> out;
   if (!impl_->last_rec) return out;
   for (const auto& t : impl_->last_rec->timings()) {

@@ -113,6 +113,7 @@ Result<Spectrum> spectrum_of(const std::vector<float>& P, int rows, int cols) {
 }  // namespace
 
 Result<HeadDiagnostics> Inspector::head_diagnostics(const DiagnosticsRequest& req) {
+  const auto held = session_->impl_->lock();
   const auto t_call = Clock::now();
   Session::Impl& I = *session_->impl_;
   if (req.layer < 0 || req.layer >= (int)I.layers.size())

@@ -33,6 +33,7 @@ Status Session::Impl::ensure_sampling() {
 }
 
 Result<Generation> Session::generate(const GenerateOptions& o) {
+  const auto held = impl_->lock();
   Impl& I = *impl_;
   const auto t0 = std::chrono::steady_clock::now();
   const Model& m = *I.model;
@@ -105,6 +106,15 @@ Result<Generation> Session::generate(const GenerateOptions& o) {
       gpu::Recorder* rec;
     };
     std::deque<InFlight> flight;
+    // On a failure, the steps still in flight are waited for before returning: the next call
+    // writes the frames they read. (The positions they fed stay counted: position() says where
+    // the stream is, and their tokens are lost with the failed call.)
+    struct Settle {
+      std::deque<InFlight>& f;
+      ~Settle() {
+        for (InFlight& e : f) e.rec->wait();
+      }
+    } settle{flight};
     auto harvest = [&]() -> Status {  // the oldest step in flight: its tokens (and logits)
       InFlight e = flight.front();
       flight.pop_front();

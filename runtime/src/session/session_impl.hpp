@@ -15,6 +15,7 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,11 @@ struct TimeRing {
 }  // namespace session_detail
 
 struct RFA_HIDDEN Session::Impl {
+  // Every public call on the session (Session, Inspector, FrameScheduler) holds this lock, so a
+  // session may be used from several threads one call at a time (docs/cpp-api.md, "Threads").
+  // Recursive: generate's on_token runs under it and may call back into the session.
+  mutable std::recursive_mutex mutex;
+  std::unique_lock<std::recursive_mutex> lock() const { return std::unique_lock<std::recursive_mutex>(mutex); }
   Context* ctx = nullptr;
   gpu::Context* g = nullptr;
   std::shared_ptr<const Model> model;
@@ -131,6 +137,14 @@ struct RFA_HIDDEN Session::Impl {
     int frame = 0, n = 0;
     gpu::Recorder* rec = nullptr;
   } frame_out;
+  // The step of an open frame counts at once (the frame's maps and watched row read up to it); a
+  // frame whose submission fails puts the stream back where it was before that step.
+  struct FrameUndo {
+    bool armed = false;
+    int filled = 0;
+    std::vector<session_detail::TimeRing> host_t;
+  } frame_undo;
+  void undo_frame_step();  // session_frames.cpp
   // watch_row(): a probe of one row recorded into the frame, read back when it is done.
   std::unique_ptr<gpu::Recorder> watch_rec;
   gpu::Buffer watch_ahat, watch_a, watch_diag, watch_out;

@@ -32,9 +32,11 @@ Result<std::vector<float>> Session::Impl::run_probe(uint64_t floats, const Probe
   RFA_TRY(rec.begin());
   Status s = record(rec, *dev);
   rec.copy(*dev, I.probe_out, floats * 4);
-  Status s2 = rec.submit_and_wait();
-  RFA_TRY(s);
-  RFA_TRY(s2);
+  Status e = rec.end();
+  RFA_TRY(s);  // a recording that failed is never submitted
+  RFA_TRY(e);
+  RFA_TRY(rec.submit());
+  RFA_TRY(rec.wait());
   ++I.submits;
   I.bytes_down += floats * 4;
   std::vector<float> out(floats);
@@ -43,12 +45,14 @@ Result<std::vector<float>> Session::Impl::run_probe(uint64_t floats, const Probe
 }
 
 int Inspector::first_full_row() const {
+  const auto held = session_->impl_->lock();
   const Session::Impl& I = *session_->impl_;
   const int lo = I.oldest();
   return I.window > 0 && lo > 0 ? lo + I.window - 1 : lo;
 }
 
 std::vector<double> Inspector::timestamps(int b) const {
+  const auto held = session_->impl_->lock();
   const Session::Impl& I = *session_->impl_;
   std::vector<double> out;
   if (b < 0 || b >= I.batch) return out;
@@ -57,6 +61,7 @@ std::vector<double> Inspector::timestamps(int b) const {
 }
 
 Result<std::vector<float>> Inspector::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed) {
+  const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   if (r0 == kCached) r0 = I.oldest();
   if (c0 == kCached) c0 = I.oldest();
@@ -77,6 +82,7 @@ Result<std::vector<float>> Inspector::attention(int layer, int head, int b, int 
 
 Result<std::vector<RowDiagnostics>> Inspector::row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                              const double thresholds[4]) {
+  const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   if (r0 == kCached) r0 = first_full_row();
   if (r1 == kCached) r1 = I.filled;
@@ -104,6 +110,7 @@ Result<std::vector<RowDiagnostics>> Inspector::row_diagnostics(int layer, int he
 }
 
 Result<PairReadout> Inspector::pair(int layer, int head, int b, int i, int j) {
+  const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   RFA_TRY(I.check_probe(layer, head, b, i, i + 1, j, j + 1));
   const AttentionParams& p = I.model->layer(layer).params;
@@ -155,6 +162,7 @@ Result<PairReadout> Inspector::pair(int layer, int head, int b, int i, int j) {
 }
 
 Result<KernelCurves> Inspector::curves(int layer, int head, const std::vector<double>& lags) {
+  const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   if (layer < 0 || layer >= (int)I.layers.size() || head < 0 || head >= I.model->n_heads)
     return Status(Code::invalid_argument, "curves: layer/head out of range");
@@ -184,6 +192,7 @@ Result<KernelCurves> Inspector::curves(int layer, int head, const std::vector<do
 }
 
 Status Inspector::render_attention(Heatmap& map, const HeatmapRequest& req) {
+  const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   if (req.layer < 0 || req.layer >= (int)I.layers.size() || req.head < 0 || req.head >= I.model->n_heads ||
       req.b < 0 || req.b >= I.batch)
@@ -217,6 +226,7 @@ Status Inspector::render_attention(Heatmap& map, const HeatmapRequest& req) {
 namespace rfa {
 
 Status Inspector::watch_row(int layer, int head, int b, int row, bool decayed, const double thresholds[4]) {
+  const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   if (!I.in_frame) return Status(Code::invalid_argument, "watch_row belongs in a frame (between begin_frame and end_frame)");
   if (layer < 0 || layer >= (int)I.layers.size() || head < 0 || head >= I.model->n_heads || b < 0 || b >= I.batch)
@@ -272,6 +282,7 @@ Status Inspector::watch_row(int layer, int head, int b, int row, bool decayed, c
 const WatchedRow& Inspector::watched_row() const { return session_->impl_->watched; }
 
 Result<std::vector<WindowTruncation>> Inspector::window_report(int b, bool measure) {
+  const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   if (I.window == 0) return Status(Code::invalid_argument, "window_report: this session has no window");
   if (b < 0 || b >= I.batch) return Status(Code::invalid_argument, "window_report: batch row " + std::to_string(b) + " out of range");

@@ -268,13 +268,20 @@ Status Session::Impl::run_once(const int64_t* ids_in, const float* values, int n
     std::memcpy(F.input.mapped, values, in_bytes);
   }
   bytes_up += sizeof(span) + (size_t)rows * 8 + in_bytes;
-  frame_out = {true, f, n, &R};
   if (in_frame) {
-    frame_recs.push_back(&R);  // submitted with the frame's maps by end_frame()
+    frame_out = {true, f, n, &R};
+    frame_undo = {true, filled, host_t};  // end_frame() puts these back if the frame is not submitted
+    frame_recs.push_back(&R);             // submitted with the frame's maps by end_frame()
   } else {
-    RFA_TRY(R.submit());
-    ++submits;
-    RFA_TRY(R.wait());
+    // A step that fails leaves the stream where it was: the position does not advance, and the
+    // same call may be made again (the step rewrites the same cache slots).
+    Status s = R.submit();
+    if (s.ok()) {
+      ++submits;
+      s = R.wait();
+    }
+    RFA_TRY(s);
+    frame_out = {true, f, n, &R};
     RFA_TRY(finish_frame());
   }
   for (int b = 0; b < batch; ++b)
