@@ -34,7 +34,11 @@ LABELS = {
     "rt": "RT-RFA (stationary, student-t)",
     "rfa_w50": "RFA (M2), attention window 50",
     "rope_w50": "RoPE (M2.6), attention window 50",
+    "afa_w50": "AFA (channel_sum), attention window 50",
+    "afa_full_w50": "full AFA, attention window 50",
+    "rt_w50": "RT-RFA (stationary, student-t), attention window 50",
 }
+LABELS.update({"afa_irls%d_w50" % n: "full AFA + mix, IRLS n = %d, attention window 50" % n for n in (1, 2, 3, 4)})
 
 
 def main():
@@ -79,6 +83,9 @@ def main():
                    for k, (y, t, tgt, gaps) in sets.items()}
             out["runs"].setdefault(kind, {})[str(seed)] = run
             out["train_wall_s"].setdefault(kind, {})[str(seed)] = wall
+            eig = common.afa_eigenvalues(model)
+            if eig:  # learned eigenvalues per layer, head, channel (per sample), for the eigenvalue table
+                out.setdefault("eigenvalues", {}).setdefault(kind, {})[str(seed)] = eig
             out.setdefault("recipe", {})[kind] = dict(steps=spiral.train_steps(kind, a), batch=a.batch, lr=a.lr)
             log("%s seed %d: %s (%.0fs)" % (kind, seed, json.dumps(run), wall))
             afa_rows = common.afa_head_table(model)
@@ -98,6 +105,8 @@ def from_metrics(m):
     out = {"baselines": {k: {b: v[b] for b in base} for k, v in m["results"].items()},
            "runs": {kind: {str(seed): {k: v[label] for k, v in m["results"].items()}}},
            "train_wall_s": {kind: {str(seed): m["train_wall_s"][kind]}}}
+    if "eigenvalues" in m:
+        out["eigenvalues"] = {kind: {str(seed): m["eigenvalues"]}}
     if "train_steps" in m:
         out["recipe"] = {kind: dict(steps=m["train_steps"][kind], batch=m["cli"]["batch"], lr=m["cli"]["lr"])}
     return out
@@ -116,9 +125,11 @@ def merge(files, dest):
         if part["baselines"] != out["baselines"]:
             print("spiral_rank: %s was evaluated on other data (baselines differ)" % fn, file=sys.stderr)
             return 2
-        for key in ("runs", "train_wall_s"):
+        for key in ("runs", "train_wall_s", "eigenvalues"):
+            if key not in part:
+                continue
             for kind, by_seed in part[key].items():
-                out[key].setdefault(kind, {}).update(by_seed)
+                out.setdefault(key, {}).setdefault(kind, {}).update(by_seed)
         for kind, recipe in part.get("recipe", {}).items():  # runs of one kind must share their recipe
             if out.setdefault("recipe", {}).setdefault(kind, recipe) != recipe:
                 print("spiral_rank: %s trained %s with another recipe (%s, not %s)"
