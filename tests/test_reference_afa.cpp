@@ -294,8 +294,8 @@ TEST_CASE("afa twin: the damped spiral's prediction step is e^{0.1 A} in the ori
 }
 
 TEST_CASE("afa twin: momentum hand values (critical damping of the second-order iteration)") {
-  // Not built (tied layers and momentum are future work); the hand value and the corrected
-  // discriminant are checked so the contract's numbers are right.
+  // The hand value and the corrected discriminant (the tied iterations' momentum itself:
+  // tests/test_reference_afa_full.cpp).
   const double e = 0.5, g = (std::sqrt(e) - 1.0) * (std::sqrt(e) - 1.0);
   CHECK(g == doctest::Approx(0.085786).epsilon(1e-5));
   CHECK(std::sqrt(g) == doctest::Approx(0.292893).epsilon(1e-6));

@@ -65,7 +65,23 @@ Status afa_attention(const AttentionParams& p, int B, int N, const std::vector<c
   o->est = std::move(r.est);
   o->Ahat = r.attn;
   o->A = std::move(r.attn);
-  if (opt.want_matrices) {
+  if (opt.want_matrices && !r.channel_attn.empty()) {
+    // The full form: A = (1/D) sum_k Q_k,ij e^{-mu_k |l_ij|}, the channel mean of each channel's
+    // decayed weight (docs/variant-afa-full.md §5).
+    const AfaParams twin = afa_twin_params(p);
+    const int H = p.heads, D = p.dim;
+    auto time = [&](int b, int i) { return t.empty() ? (double)i : t[(size_t)b * N + i]; };
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (int i = 0; i < N; ++i)
+          for (int j = 0; j < N; ++j) {
+            double a = 0;
+            for (int k = 0; k < D; ++k)
+              a += r.channel_attn[((((size_t)b * H + h) * D + k) * N + i) * N + j] *
+                   std::exp(-afa_mu(twin, h, k) * std::fabs(time(b, i) - time(b, j)));
+            o->A[(((size_t)b * H + h) * N + i) * N + j] = a / D;
+          }
+  } else if (opt.want_matrices) {
     const AfaParams twin = afa_twin_params(p);
     const int H = p.heads, D = p.dim;
     auto time = [&](int b, int i) { return t.empty() ? (double)i : t[(size_t)b * N + i]; };
@@ -132,7 +148,7 @@ Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, 
   const std::vector<cd> V = split_complex(linear(layer.wv, x, rows), rows, H, D);
   AttentionOutputs local;
   AttentionOutputs* o = out ? out : &local;
-  if (layer.params.variant == AttentionVariant::afa) RFA_TRY(afa_attention(layer.params, B, N, Q, K, V, t, o, opt));
+  if (layer.params.variant == AttentionVariant::afa || layer.params.variant == AttentionVariant::afa_full) RFA_TRY(afa_attention(layer.params, B, N, Q, K, V, t, o, opt));
   else if (layer.params.variant == AttentionVariant::rt) RFA_TRY(rt_attention_layer(layer.params, B, N, Q, K, V, t, o, opt));
   else RFA_TRY(attention(layer.params, B, N, Q, K, V, t, o, opt));
   return linear(layer.wo, pack_complex(o->est, rows, H, D), rows);
