@@ -10,6 +10,11 @@
 // in registers between the logit and the value sum.
 // Epilogue: normalise, optional mix with the query's own value, counter-rotate by omega_k t_i,
 // and the prediction e^{lambda_k h} (a per-channel complex factor the host computes in double).
+// Tied iterations (docs/variant-afa-full.md §3) run the kernel once per pass: an earlier pass
+// (STAGE 1) scores the iterate z~_k (bound as Q, K and V: the caches of its pass) and writes z~_{k+1}
+// = mix(z~_k, aggregate) + g (z~_k - z~_{k-1}) into the next pass's caches, still in the frame; the
+// last pass (STAGE 0) counter-rotates and predicts. The mix and the momentum are per channel and
+// per position, so they commute with the frame's rotation.
 //
 // Threads, tiles and the merge of a row's split keys: the walk shared with RT-RFA
 // (common/pair_attention_walk.glsl). The head's channel parameters sit in shared memory.
@@ -33,6 +38,8 @@ layout(constant_id = kAfaAttnPchan) const uint PCHAN = 0;     // the channel of 
 layout(constant_id = kAfaAttnKvTile) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
 layout(constant_id = kAfaAttnDC) const uint DC = 8;           // complex components merged per round (S > 1)
 layout(constant_id = kAfaAttnRED) const uint RED = 1;         // WG * DC when S > 1, else 1
+layout(constant_id = kAfaAttnStage) const uint STAGE = 0;     // 0: the layer's output, 1: the next pass's caches
+layout(constant_id = kAfaAttnMomentum) const bool MOMENTUM = false;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
 
@@ -48,6 +55,9 @@ layout(std430, binding = 6) writeonly buffer Ob { float attn_out[]; };
 layout(std430, binding = 7) writeonly buffer Mb { float row_max[]; };
 layout(std430, binding = 8) writeonly buffer Lb { float row_sum[]; };
 layout(std430, binding = 9) readonly buffer Pb { uint pos0; uint kv_len; } span;
+layout(std430, binding = 10) writeonly buffer NQb { vec2 next_q[]; };   // STAGE 1: the next pass's queries
+layout(std430, binding = 11) writeonly buffer NKb { KV_T next_kv[]; };  // ... and its keys = values
+layout(std430, binding = 12) readonly buffer Zb { KV_T zprev[]; };      // MOMENTUM: z~_{k-1}
 
 #include "push_layouts.h"
 layout(push_constant) uniform Push { AttentionPush pc; };
@@ -74,12 +84,20 @@ void pair_visit(const vec2 q[D], PairRow r, uint base, uint ks, uint jj, float l
 
 // Epilogue: normalise, mix, counter-rotate by omega_k t_i, predict by e^{lambda_k h}.
 void pair_epilogue(PairRow r, uint h, uint HD, uint icell, uint orow, vec2 ti, float inv_l, vec2 acc[D]) {
+  const float g = afa[kAfaBlocks * HD + pc.heads][kAfaMomentum];
   [[unroll]] for (uint k = 0; k < D; ++k) {  // unrolled: acc[k] stays in registers
     const vec4 x = afa[HD + h * D + k];  // the second channel block: gate, w, e^{lambda h}
     const float gate = x[kAfaMix];
     const vec2 prediction = vec2(x[kAfaPredRe], x[kAfaPredIm]);
     vec2 z = acc[k] * inv_l;
-    if (MIX) z = (1.0 - gate) * KV_LOAD(Vc[icell * D + k]) + gate * z;  // in the frame: same mix
+    const vec2 cur = KV_LOAD(Vc[icell * D + k]);  // this pass's value: V~, or the iterate z~_k
+    if (MIX) z = (1.0 - gate) * cur + gate * z;  // in the frame: same mix
+    if (MOMENTUM) z += g * (cur - KV_LOAD(zprev[icell * D + k]));
+    if (STAGE == 1) {
+      next_q[icell * D + k] = z;
+      next_kv[icell * D + k] = KV_STORE(z);
+      continue;
+    }
     z = rfa_cmul(rfa_cmul(z, rfa_cis(rfa_angle(omega[h * D + k], ti))), prediction);
     attn_out[orow + h * D + k] = z.x;
     attn_out[orow + HD + h * D + k] = z.y;

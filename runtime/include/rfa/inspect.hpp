@@ -33,12 +33,20 @@ class RFA_API Inspector {
   // Ahat (decayed = false) or A = Ahat * E (decayed = true), [rows][cols], masked entries 0.
   static constexpr int kCached = Session::kCached;
   Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
+  // The same in one of an AFA layer's views (rfa/params.hpp): `channel` c >= 0 (full AFA: Q_c and
+  // Q_c e_c, each row of Q_c sums to 1), kAllChannels (the call above) or kReweighting (full AFA: the
+  // reweighting map W, A = W; memory-optimised: the softmax). docs/variant-afa-full.md §5.
+  Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed,
+                                       int channel);
   // Per row (docs/math.md §7), from the layer's own weights: RFA's Ahat and A = Ahat E; AFA's
   // softmax weight and its channel-mean decayed mass; RT-RFA's weight (A = Ahat).
   // Per query row, over all of its keys, which must still be cached: r0 = kCached starts at
   // first_full_row(), r1 = kCached ends at position().
   Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                       const double thresholds[4]);
+  // The same over an AFA layer's channel c (or kAllChannels; kReweighting is refused: W is not normalised).
+  Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
+                                                      const double thresholds[4], int channel);
   // The oldest row whose keys are all still cached: oldest_position() without a window or while
   // nothing was evicted, else oldest_position() + window() - 1.
   int first_full_row() const;

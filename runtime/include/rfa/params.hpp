@@ -90,6 +90,13 @@ enum class AttentionVariant : uint32_t { rfa = 0, afa = 1, rt = 2, afa_full = 3 
 // The mechanism's name ("RFA", "AFA", "RT-RFA"; "?" for an unknown value).
 RFA_API const char* attention_variant_name(AttentionVariant v);
 
+// Which weights the readouts of an AFA layer read (Inspector::attention, row_diagnostics,
+// HeatmapRequest::channel, DiagnosticsRequest::channel; docs/variant-afa-full.md §5): a channel
+// c >= 0 (full AFA: that channel's normalised weights Q_c; memory-optimised: the softmax, with A its
+// decay e_c), the channel mean (every mechanism's ordinary weights) or the reweighting map (full: W,
+// memory-optimised: the softmax; A = the map).
+constexpr int kAllChannels = -1, kReweighting = -2;
+
 // Where an AFA layer's scalar-per-pair score covariance v^C(l) comes from (docs/variant-afa.md §4).
 enum class AfaPrecision : uint32_t {
   channel_sum = 0,  // v^C = sum_k cov_k(l)

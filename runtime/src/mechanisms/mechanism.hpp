@@ -89,6 +89,14 @@ class Mechanism {
   // bindings: the table, the timestamps, Q~ and K~ and the per-token norms where the mechanism
   // reads them.
   virtual gpu::SpecConstants readout_spec(const AttentionParams& p, uint32_t mode) const = 0;
+  // The same in view `view` (rfa/params.hpp kAllChannels, kReweighting or a channel: which weights
+  // the readouts read, docs/variant-afa-full.md §5); check_view says whether the mechanism has it.
+  // Every mechanism has kAllChannels, its ordinary weights; the others are AFA's.
+  virtual gpu::SpecConstants readout_spec(const AttentionParams& p, uint32_t mode, int view) const {
+    (void)view;
+    return readout_spec(p, mode);
+  }
+  virtual Status check_view(const AttentionParams& p, int view) const;
   virtual std::vector<gpu::Binding> readout_inputs(const ops::AttentionWeightsGpu& w, const ops::AttentionCache& c,
                                                    const gpu::Buffer& timestamps) const = 0;
   // Per-head curves on the GPU (ops/rfa_probe.hpp record_rfa_curves); unsupported by default.
@@ -140,5 +148,6 @@ Status check_plain_frame_params(const Mechanism& m, const AttentionParams& p);
 const Mechanism& rfa_mechanism();
 const Mechanism& afa_mechanism();
 const Mechanism& rt_mechanism();
+const Mechanism& afa_full_mechanism();
 
 }  // namespace rfa::mech

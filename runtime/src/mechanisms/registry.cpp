@@ -13,6 +13,7 @@ const std::vector<const Mechanism*>& registered() {
       &rfa_mechanism(),
       &afa_mechanism(),
       &rt_mechanism(),
+      &afa_full_mechanism(),
   };
   return all;
 }
@@ -46,6 +47,12 @@ std::string mechanism_keys() {
 Status Mechanism::unsupported(const char* what) const {
   return make_error(Code::unsupported, std::string(what) + ": the layer is an " + name() + " layer; the " + what +
                                            " computes RFA's pair terms and has no " + name() + " form yet");
+}
+
+Status Mechanism::check_view(const AttentionParams&, int view) const {
+  if (view == kAllChannels) return Status::Ok();
+  return make_error(Code::unsupported, std::string("view ") + std::to_string(view) + ": the layer is an " + name() +
+                                           " layer, whose readouts have no channel or reweighting views (AFA's)");
 }
 
 Status Mechanism::record_curves(gpu::Context&, gpu::Recorder&, const ops::AttentionWeightsGpu&, const gpu::Buffer&,

@@ -271,12 +271,16 @@ Status parse_variant(Fields& f, bool acc_keys_given, ModelConfig& c, const std::
   f.boolean("afa_mix", c.afa_mix, true);
   f.number("afa_eps", c.afa_eps, true);
   f.number("afa_pred_dt", c.afa_pred_dt, true);
+  f.integer("afa_irls_iterations", c.afa_irls_iterations, 1, kMaxAfaIrlsIterations, true);
+  f.number("afa_irls_momentum", c.afa_irls_momentum, true);
   RFA_TRY(f.status());
   auto bad = [&](const std::string& what) { return make_error(Code::model_error, label + ": " + what); };
   if (!(c.afa_eps >= 0) || !std::isfinite(c.afa_eps))
     return bad("args.afa_eps must be finite and >= 0, found " + std::to_string(c.afa_eps));
   if (!(c.afa_pred_dt >= 0) || !std::isfinite(c.afa_pred_dt))
     return bad("args.afa_pred_dt must be finite and >= 0, found " + std::to_string(c.afa_pred_dt));
+  if (!(c.afa_irls_momentum >= 0 && c.afa_irls_momentum < 1))
+    return bad("args.afa_irls_momentum must be in [0, 1), found " + std::to_string(c.afa_irls_momentum));
   if (!(c.rt_eps >= 0) || !std::isfinite(c.rt_eps))
     return bad("args.rt_eps must be finite and >= 0, found " + std::to_string(c.rt_eps));
   return mech::mechanism_of(c.variant).check_config(c, acc_keys_given, label);

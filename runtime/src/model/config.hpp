@@ -101,6 +101,9 @@ struct ModelConfig {
   bool afa_mix = false;
   double afa_eps = 1e-5;
   double afa_pred_dt = 1.0;
+  // Tied iterations of the layer (docs/variant-afa-full.md §3), either AFA form.
+  int afa_irls_iterations = 1;
+  double afa_irls_momentum = 0.0;
   // RT-RFA (docs/variant-rt.md §13): attention_variant "rt".
   RtCovariance rt_covariance = RtCovariance::stationary;
   RtKernel rt_kernel = RtKernel::student_t;

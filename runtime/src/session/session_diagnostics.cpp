@@ -176,11 +176,12 @@ Result<HeadDiagnostics> Inspector::head_diagnostics(const DiagnosticsRequest& re
     Status s;
     for (size_t k = 0; k < A && s.ok(); ++k) {
       s = ops::record_rfa_tomography_rows(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)req.b, (uint32_t)req.head,
-                                          (uint32_t)out.r0, (uint32_t)out.r1, (float)alphas[k], row_bufs[k]);
+                                          (uint32_t)out.r0, (uint32_t)out.r1, (float)alphas[k], row_bufs[k], req.channel);
       if (s.ok() && req.spectrum)
         s = ops::record_rfa_tomography_matrix(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)req.b,
                                               (uint32_t)req.head, (uint32_t)out.r0, (uint32_t)out.r1, (uint32_t)out.c0,
-                                              (uint32_t)out.c1, (float)alphas[k], req.decayed, row_bufs[k], p_bufs[k]);
+                                              (uint32_t)out.c1, (float)alphas[k], req.decayed, row_bufs[k], p_bufs[k],
+                                              req.channel);
     }
     Status s2 = rec.submit_and_wait();
     RFA_TRY(s);

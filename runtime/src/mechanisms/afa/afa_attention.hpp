@@ -1,4 +1,5 @@
-// AFA layers on the GPU (Adaptive Filter Attention, memory-optimised form, docs/variant-afa.md):
+// AFA layers on the GPU (Adaptive Filter Attention, memory-optimised form, docs/variant-afa.md; the
+// full form of docs/variant-afa-full.md shares the table, the tiling and the passes):
 // the layer's parameter table and the fused kernel shaders/afa_attention*.comp. An AFA layer goes
 // through the same op as RFA (ops/rfa_attention.hpp): RFA's rotate pass fills the same caches
 // (Q~, K~, V~ in the frame of omega_k t), and record_rfa_fused hands the layer to its mechanism
@@ -6,6 +7,7 @@
 // pair's terms a function of D exponentials (docs/variant-afa.md §7).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "ops/rfa_attention.hpp"
@@ -34,8 +36,17 @@ AttentionTiling choose_direct_tiling(const gpu::Capabilities& caps, const Kernel
 AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
                                   uint32_t dim, uint32_t capacity);
 
-// The fused AFA kernel for the span's new positions (record_rfa_fused calls it for AFA layers).
+// The kernel of an AFA layer of either form: afa_attention or afa_full_attention, + "_kv16".
+std::string afa_kernel_name(const AttentionParams& p, bool kv_f16);
+
+// The fused AFA kernel of either form for the span's new positions (record_rfa_fused calls it for
+// AFA layers): one dispatch per pass of the layer's tied iterations (docs/variant-afa-full.md §3),
+// over the caches of each pass's iterate, which it makes in cache.mechanism_buffers on the first call.
 Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                         const gpu::Buffer& timestamps, gpu::Buffer& out, const AttentionSpan& span);
+
+// The full form's per-channel normalisers den_k of the first pass [B, H, capacity, D] (what its
+// readouts divide by); valid once record_afa_fused has run on the cache.
+const gpu::Buffer& afa_normalisers(const AttentionCache& c);
 
 }  // namespace rfa::ops
