@@ -13,8 +13,7 @@
 // The including shader declares the spec constants D and UNITARY, the layer table `afa`, the Q cache
 // `Qc`, includes rfa_cache_ring.glsl, enables GL_EXT_control_flow_attributes and defines afa_key.
 // Readouts define AFA_FULL_READOUT (the pair interface below), declare `den_in` (the kernel's
-// normalisers [cells * D]), define AFA_VIEW (the spec constant VIEW) and, where the row statistics
-// are bound (the probe), AFA_FULL_ROW_STATS 1.
+// normalisers [cells * D]) and define AFA_VIEW (the spec constant VIEW).
 #ifndef AFA_FULL_PAIR_GLSL
 #define AFA_FULL_PAIR_GLSL
 
@@ -46,17 +45,15 @@ float afa_full_pair(const vec2 q[D], uint key, float lag, vec4 hv, out float ek[
 //   channel c      Q_c,ij = W P_c / den_c,          A = Q_c e_c
 //   mean           (1/D) sum_k Q_k,ij,              A = (1/D) sum_k Q_k e_k
 //   reweighting    W_ij,                            A = W_ij
-// returned as a logit log(weight) + lnorm, lnorm = m_i + log l_i of the row statistics the kernel
-// wrote (m = 0, l = exp((1/D) sum_k log den_k)), so the walk's exp(logit - m) / l is the weight and its
-// log-partition is the channel mean of log den_k. The tomography's temperature scales log(weight).
+// returned as a logit log(weight) + lnorm, lnorm = (1/D) sum_k log den_k = m_i + log l_i of the row
+// statistics the kernel wrote (m = 0, l = exp((1/D) sum_k log den_k)), so the probe walk's
+// exp(logit - m) / l is the weight and every readout's log-partition the channel mean of log den_k
+// (at D = 1 the full form's logit log(W P) is the memory-optimised one's at nu = alpha = 1, eps = 0).
 #ifdef AFA_FULL_READOUT
-#ifndef AFA_FULL_ROW_STATS
-#define AFA_FULL_ROW_STATS 0
-#endif
 struct PairRow {
   vec4 hv;           // (nu, alpha^2, b, eps)
   float qn;          // |q|^2
-  float lnorm;       // m_i + log l_i (0 without the row statistics)
+  float lnorm;       // (1/D) sum_k log den_k: m_i + log l_i of the kernel's row statistics
   uint icell;        // the query's cache cell: its den_k are den_in[icell * D + k] (a struct with a
                      // spec-constant-sized array could not be initialised)
 };
@@ -69,11 +66,9 @@ PairRow pair_row(uint h, uint HD, uint icell, bool live, out vec2 q[D]) {
   r.hv = afa[kAfaBlocks * HD + h];
   r.qn = afa_load_query(icell, live, q);
   r.icell = icell;
-#if AFA_FULL_ROW_STATS
-  r.lnorm = live ? row_max[icell] + log(row_sum[icell]) : 0.0;
-#else
-  r.lnorm = 0.0;
-#endif
+  float lnorm = 0.0;
+  [[unroll]] for (uint k = 0; k < D; ++k) lnorm += live ? log(den_in[icell * D + k]) : 0.0;
+  r.lnorm = lnorm / float(D);
   return r;
 }
 

@@ -18,7 +18,6 @@ layout(constant_id = kAfaReadMode) const uint MODE = 0;    // 0: rectangle of Ah
 layout(constant_id = kAfaReadView) const uint VIEW = kAfaViewMean;  // a channel, the mean or W
 #define AFA_VIEW VIEW
 #define AFA_FULL_READOUT 1
-#define AFA_FULL_ROW_STATS 1
 
 layout(std430, binding = 0) readonly buffer Ab { vec4 afa[]; };
 layout(std430, binding = 1) readonly buffer Tb { vec2 ts[]; };  // (hi, lo) [B, capacity]
