@@ -38,7 +38,8 @@ layout(constant_id = kAfaAttnPchan) const uint PCHAN = 0;     // the channel of 
 layout(constant_id = kAfaAttnKvTile) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
 layout(constant_id = kAfaAttnDC) const uint DC = 8;           // complex components merged per round (S > 1)
 layout(constant_id = kAfaAttnRED) const uint RED = 1;         // WG * DC when S > 1, else 1
-layout(constant_id = kAfaAttnStage) const uint STAGE = 0;     // 0: the layer's output, 1: the next pass's caches
+layout(constant_id = kAfaAttnStage) const uint STAGE = 0;     // 0: the layer's output, 1: the next pass's caches,
+                                                              // 2: the output and z~_{n+1} kept in next_q
 layout(constant_id = kAfaAttnMomentum) const bool MOMENTUM = false;
 
 #define NEG_INF uintBitsToFloat(0xff800000u)
@@ -98,6 +99,7 @@ void pair_epilogue(PairRow r, uint h, uint HD, uint icell, uint orow, vec2 ti, f
       next_kv[icell * D + k] = KV_STORE(z);
       continue;
     }
+    if (STAGE == 2) next_q[icell * D + k] = z;  // the last iterate, for the readouts of the trajectory
     z = rfa_cmul(rfa_cmul(z, rfa_cis(rfa_angle(omega[h * D + k], ti))), prediction);
     attn_out[orow + h * D + k] = z.x;
     attn_out[orow + HD + h * D + k] = z.y;

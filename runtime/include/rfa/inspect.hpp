@@ -47,6 +47,11 @@ class RFA_API Inspector {
   // The same over an AFA layer's channel c (or kAllChannels; kReweighting is refused: W is not normalised).
   Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                       const double thresholds[4], int channel);
+  // AFA layers with n > 1 tied iterations (docs/variant-afa-full.md §3): the iterates z_1 .. z_{n+1}
+  // of positions [r0, r1) of (layer, head, b), read from the passes' caches and rotated back into the
+  // eigenbasis in double: [n + 1][rows][2D] floats (Re, Im of each channel). z_1 is the value V, z_{n+1}
+  // the layer's estimate before the prediction. Other layers: Code::unsupported.
+  Result<std::vector<float>> iterates(int layer, int head, int b, int r0, int r1);
   // The oldest row whose keys are all still cached: oldest_position() without a window or while
   // nothing was evicted, else oldest_position() + window() - 1.
   int first_full_row() const;

@@ -137,6 +137,11 @@ struct KernelCurves {
 // precision = P(lag) between tokens of unit magnitude, bias = beta_s log P (that pair's logit at
 // zero angular distance).
 RFA_API Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
+// ||W_V W_P - I||_F of an attention layer (the AFA thesis's basis consistency, docs/variant-afa-full.md
+// §5): W_V the complex value map [H D x d] (W_v's half-split rows, Re then Im), W_P the complex output
+// map with Re(W_P z) = W_o [Re z; Im z] (W_P = W_o's first H D columns - i its last); 0 when a value
+// taken into the eigenbasis and straight back out is unchanged. Its bias terms are left out.
+RFA_API Result<double> basis_consistency(const Model& m, int layer);
 
 // One query row watched through asynchronous frames (Session::watch_row).
 struct WatchedRow {

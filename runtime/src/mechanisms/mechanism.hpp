@@ -99,6 +99,13 @@ class Mechanism {
   virtual Status check_view(const AttentionParams& p, int view) const;
   virtual std::vector<gpu::Binding> readout_inputs(const ops::AttentionWeightsGpu& w, const ops::AttentionCache& c,
                                                    const gpu::Buffer& timestamps) const = 0;
+  // The iterates of a layer with tied iterations (AFA, docs/variant-afa-full.md §3), per pass and
+  // in the caches' frame, for Inspector::iterates; empty where the layer has none.
+  struct Iterate {
+    const gpu::Buffer* buffer;
+    bool kv_f16;  // packed fp16 pairs (else fp32 pairs)
+  };
+  virtual std::vector<Iterate> iterates(const AttentionParams&, const ops::AttentionCache&) const { return {}; }
   // Per-head curves on the GPU (ops/rfa_probe.hpp record_rfa_curves); unsupported by default.
   virtual Status record_curves(gpu::Context& ctx, gpu::Recorder& rec, const ops::AttentionWeightsGpu& w,
                                const gpu::Buffer& lags, uint32_t n_lags, gpu::Buffer& out) const;

@@ -138,7 +138,8 @@ namespace {
 // The per-cache buffers of an AFA layer (AttentionCache::mechanism_buffers), in this order: one
 // scratch output (the bindings a pass leaves unwritten), the full form's normalisers den_k of every
 // pass, then per pass p = 1..n-1 its queries (fp32), keys = values (the cache's precision), row
-// maxima and sums. Made on the first call, for the cache's shape.
+// maxima and sums, and with n > 1 the last iterate z~_{n+1} (fp32; what the last pass mixed, before
+// the counter-rotation and the prediction). Made on the first call, for the cache's shape.
 struct AfaBuffers {
   const AttentionCache& c;
   bool full;
@@ -152,7 +153,8 @@ struct AfaBuffers {
   const gpu::Buffer& v(uint32_t pass) const { return pass == 0 ? c.v : at(pass_base(pass) + 1); }
   const gpu::Buffer& row_max(uint32_t pass) const { return pass == 0 ? c.row_max : at(pass_base(pass) + 2); }
   const gpu::Buffer& row_sum(uint32_t pass) const { return pass == 0 ? c.row_sum : at(pass_base(pass) + 3); }
-  size_t count() const { return 1 + (full ? passes : 0) + 4 * (size_t)(passes - 1); }
+  const gpu::Buffer& last() const { return at(pass_base(passes)); }  // n > 1 only
+  size_t count() const { return 1 + (full ? passes : 0) + 4 * (size_t)(passes - 1) + (passes > 1 ? 1 : 0); }
 };
 
 Status ensure_afa_buffers(gpu::Context& ctx, const AttentionParams& p, AttentionCache& c) {
@@ -176,12 +178,23 @@ Status ensure_afa_buffers(gpu::Context& ctx, const AttentionParams& p, Attention
     RFA_TRY(add(cells * 4, "row maxima" + n));
     RFA_TRY(add(cells * 4, "row sums" + n));
   }
+  if (layout.passes > 1) RFA_TRY(add(cells * c.dim * 8, "last iterate"));
   return Status::Ok();
 }
 
 }  // namespace
 
 const gpu::Buffer& afa_normalisers(const AttentionCache& c) { return c.mechanism_buffers.at(1); }
+
+std::vector<AfaIterate> afa_iterates(const AttentionParams& p, const AttentionCache& c) {
+  const AfaBuffers buf{c, p.variant == AttentionVariant::afa_full, (uint32_t)p.afa.irls_iterations};
+  std::vector<AfaIterate> out;
+  if (buf.passes < 2 || c.mechanism_buffers.size() != buf.count()) return out;
+  out.push_back({&c.v, c.kv_f16});  // z_1 = V~
+  for (uint32_t pass = 1; pass < buf.passes; ++pass) out.push_back({&buf.q(pass), false});
+  out.push_back({&buf.last(), false});
+  return out;
+}
 
 std::string afa_kernel_name(const AttentionParams& p, bool kv_f16) {
   return std::string(p.variant == AttentionVariant::afa_full ? "afa_full_attention" : "afa_attention") +
@@ -215,7 +228,7 @@ Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
         .set_flag(kAfaAttnUnitary, f.unitary).set_flag(kAfaAttnMix, f.mix).set_flag(kAfaAttnDirectKv, t.direct_kv)
         .set(kAfaAttnKvTile, t.direct_kv ? 1 : t.keys_per_tile * D).set(kAfaAttnDC, t.merge_chunk)
         .set(kAfaAttnRED, t.threads_per_row > 1 ? t.workgroup * t.merge_chunk : 1)
-        .set(kAfaAttnStage, last ? 0u : 1u).set_flag(kAfaAttnMomentum, momentum)
+        .set(kAfaAttnStage, !last ? 1u : buf.passes > 1 ? 2u : 0u).set_flag(kAfaAttnMomentum, momentum)
         .set(kAfaAttnPrec, (uint32_t)f.precision).set(kAfaAttnPchan, (uint32_t)f.precision_channel);  // unused by the full form
     auto pipe = ctx.pipelines().get<AttentionPush>(afa_kernel_name(p, cache.kv_f16).c_str(), spec);
     if (!pipe) return pipe.status();
@@ -223,7 +236,7 @@ Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
                                    gpu::in(buf.q(pass)),         gpu::in(buf.k(pass)),        gpu::in(buf.v(pass)),
                                    gpu::out(out),                gpu::inout(buf.row_max(pass)), gpu::inout(buf.row_sum(pass)),
                                    gpu::in(*span.positions),
-                                   gpu::out(last ? buf.scratch() : buf.q(pass + 1)),
+                                   gpu::out(!last ? buf.q(pass + 1) : buf.passes > 1 ? buf.last() : buf.scratch()),
                                    gpu::out(last ? buf.scratch() : buf.k(pass + 1)),
                                    gpu::in(momentum ? buf.v(pass - 1) : w.table())};
     if (full) b.push_back(gpu::inout(buf.den(pass)));

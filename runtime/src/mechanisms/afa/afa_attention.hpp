@@ -45,6 +45,15 @@ std::string afa_kernel_name(const AttentionParams& p, bool kv_f16);
 Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, AttentionCache& cache,
                         const gpu::Buffer& timestamps, gpu::Buffer& out, const AttentionSpan& span);
 
+// The iterates z~_1 .. z~_{n+1} of a layer with n > 1 tied iterations, in the caches' frame
+// (e^{-i omega_k t}), [B, H, capacity, D] complex each: z~_1 = V~ (the cache's precision: packed
+// fp16 pairs when `kv_f16`), the later ones fp32. Empty for n = 1 or before the first call.
+struct AfaIterate {
+  const gpu::Buffer* buffer;
+  bool kv_f16;
+};
+std::vector<AfaIterate> afa_iterates(const AttentionParams& p, const AttentionCache& c);
+
 // The full form's per-channel normalisers den_k of the first pass [B, H, capacity, D] (what its
 // readouts divide by); valid once record_afa_fused has run on the cache.
 const gpu::Buffer& afa_normalisers(const AttentionCache& c);

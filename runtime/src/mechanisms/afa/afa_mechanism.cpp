@@ -184,6 +184,12 @@ std::vector<gpu::Binding> AfaMechanism::readout_inputs(const ops::AttentionWeigh
   return {gpu::in(w.table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k)};
 }
 
+std::vector<Mechanism::Iterate> AfaMechanism::iterates(const AttentionParams& p, const ops::AttentionCache& c) const {
+  std::vector<Iterate> out;
+  for (const ops::AfaIterate& it : ops::afa_iterates(p, c)) out.push_back({it.buffer, it.kv_f16});
+  return out;
+}
+
 const Mechanism& afa_mechanism() {
   static const AfaMechanism m;
   return m;

@@ -36,6 +36,7 @@ class AfaMechanism : public Mechanism {
   Status check_view(const AttentionParams& p, int view) const override;
   std::vector<gpu::Binding> readout_inputs(const ops::AttentionWeightsGpu& w, const ops::AttentionCache& c,
                                            const gpu::Buffer& timestamps) const override;
+  std::vector<Iterate> iterates(const AttentionParams& p, const ops::AttentionCache& c) const override;
 
  protected:
   // The summary's first line: the form and its switches.
