@@ -142,6 +142,15 @@ RFA_API Result<KernelCurves> head_curves(const Model& m, int layer, int head, co
 // map with Re(W_P z) = W_o [Re z; Im z] (W_P = W_o's first H D columns - i its last); 0 when a value
 // taken into the eigenbasis and straight back out is unchanged. Its bias terms are left out.
 RFA_API Result<double> basis_consistency(const Model& m, int layer);
+// An AFA head's per-channel kernels at the given lags (docs/variant-afa.md §11, the thesis's
+// channel x lag maps): e_k(lag) = e^{-mu_k |lag|}, cov_k(lag) (sigma2 phi + eta2 e^2 + gamma2; the
+// full form adds eps) and P_k = 1 / cov_k, each [channels][lags]. Other mechanisms: Code::unsupported.
+struct ChannelCurves {
+  std::vector<double> lags;
+  int channels = 0;
+  std::vector<double> decay, cov, precision;  // [channels][lags]
+};
+RFA_API Result<ChannelCurves> channel_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
 
 // One query row watched through asynchronous frames (Session::watch_row).
 struct WatchedRow {

@@ -54,6 +54,10 @@ class Mechanism {
   virtual KernelCurves curves(const AttentionParams& p, int head, const std::vector<double>& lags) const = 0;
   // Whether A = Ahat times the curves' decay (RFA, AFA), or A = Ahat (RT-RFA: no decay).
   virtual bool decays_weights() const { return true; }
+  // Head `head`'s per-channel kernels (AFA; rfa::channel_curves); unsupported by default.
+  virtual Result<ChannelCurves> channel_curves(const AttentionParams&, int, const std::vector<double>&) const {
+    return unsupported("per-channel kernel curves");
+  }
   // HeadSummary::terms: one short line for the viewer's regimes table.
   virtual std::string head_terms(const AttentionParams& p, int head) const = 0;
   // The layer's lines of rfa-run --summary.

@@ -48,6 +48,14 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
   return mech::mechanism_of(p).curves(p, head, lags);
 }
 
+Result<ChannelCurves> channel_curves(const Model& m, int layer, int head, const std::vector<double>& lags) {
+  if (layer < 0 || layer >= m.num_layers() || head < 0 || head >= m.n_heads)
+    return Status(Code::invalid_argument, "channel_curves: layer " + std::to_string(layer) + ", head " +
+                                              std::to_string(head) + " out of range");
+  const AttentionParams& p = m.layer(layer).params;
+  return mech::mechanism_of(p).channel_curves(p, head, lags);
+}
+
 Result<double> basis_consistency(const Model& m, int layer) {
   if (layer < 0 || layer >= m.num_layers())
     return Status(Code::invalid_argument, "basis_consistency: layer " + std::to_string(layer) + " out of range");

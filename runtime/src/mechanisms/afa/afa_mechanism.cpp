@@ -59,6 +59,29 @@ KernelCurves AfaMechanism::curves(const AttentionParams& p, int head, const std:
   });
 }
 
+// Per channel, from the lag as the kernels form it (phi through expm1, exact l at mu = 0); the full
+// form's precision divides by cov + eps (docs/variant-afa-full.md §2).
+Result<ChannelCurves> AfaMechanism::channel_curves(const AttentionParams& p, int h, const std::vector<double>& lags) const {
+  const AfaLayerParams& f = p.afa;
+  const double eps = p.variant == AttentionVariant::afa_full ? f.eps : 0.0;
+  ChannelCurves c;
+  c.lags = lags;
+  c.channels = p.dim;
+  for (int d = 0; d < p.dim; ++d) {
+    const size_t k = (size_t)h * p.dim + (size_t)d;
+    const double mu = f.unitary ? 0.0 : f.mu[k];
+    for (double lag : lags) {
+      const double l = std::fabs(lag), e = std::exp(-mu * l);
+      const double phi = mu > 0.0 ? -std::expm1(-2.0 * mu * l) / (2.0 * mu) : l;
+      const double cov = f.sigma2[k] * phi + f.eta2[k] * e * e + f.gamma2[k] + eps;
+      c.decay.push_back(e);
+      c.cov.push_back(cov);
+      c.precision.push_back(cov > 0 ? 1.0 / cov : INFINITY);
+    }
+  }
+  return c;
+}
+
 // Short enough for one line of the viewer's regimes table: d/i/B counts the channels that are
 // diffusive / integrative / Brownian (docs/variant-afa.md §11).
 std::string AfaMechanism::head_terms(const AttentionParams& p, int h) const {
