@@ -374,28 +374,20 @@ struct Panels {
     std::vector<double> lags((size_t)n);
     auto ts = rfa::Inspector(*a.session_).timestamps(0);
     for (int k = 0; k < n; ++k) lags[(size_t)k] = (int)ts.size() >= n ? ts.back() - ts[(size_t)(n - 1 - k)] : k;
-    const rfa::AttentionVariant v = a.variant();
-    const char* cols[4] = {"E(lag)", "Vcov(lag)", "P(lag)", "B(lag)"};
-    const char* what = "decay, covariance, precision, bias";
-    if (v == rfa::AttentionVariant::afa) {
-      cols[0] = "mean decay", cols[1] = "v^C(lag)", cols[2] = "1/(nu v^C)", cols[3] = "logit, R2 = 0";
-      what = "channel-mean decay, score covariance, precision, zero-residual logit";
-    } else if (v == rfa::AttentionVariant::afa_full) {
-      cols[0] = "mean decay", cols[1] = "mean cov_k", cols[2] = "mean P_k", cols[3] = "log mean P_k";
-      what = "channel means of the decay, covariance and precision, the log-weight of a matching key";
-    } else if (v == rfa::AttentionVariant::rt) {
-      cols[0] = "e^{-mu lag}", cols[1] = "S(lag)", cols[2] = "P(lag), m = 1", cols[3] = "beta_s log P";
-      what = "magnitude decay, tangential covariance, precision, its logit";
-    }
+    // What the four curves are: the layer's mechanism names them (KernelCurves::names, what).
+    auto named = rfa::head_curves(*a.model_, a.layer_, 0, {0.0});
+    std::vector<std::string> cols = named && named->names.size() == 4 ? named->names
+                                                                    : std::vector<std::string>{"E", "Vcov", "P", "B"};
+    const std::string what = named ? named->what : "";
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("lag 0 .. %.4g; per head: %s", lags.back(), what);
+    ImGui::TextWrapped("lag 0 .. %.4g; per head: %s", lags.back(), what.c_str());
     ImGui::PopStyleColor();
     // Each head's row of plots shares the room left below the header.
     const float header = ImGui::GetTextLineHeightWithSpacing() + 6;
     const float row_h = std::max(14.0f, (ImGui::GetContentRegionAvail().y - header) / std::max(a.info_.heads, 1) - 6);
     if (ImGui::BeginTable("kern", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
       ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed);
-      for (const char* c : cols) ImGui::TableSetupColumn(c, ImGuiTableColumnFlags_WidthStretch, 1.0f);
+      for (const std::string& c : cols) ImGui::TableSetupColumn(c.c_str(), ImGuiTableColumnFlags_WidthStretch, 1.0f);
       ImGui::TableHeadersRow();
       for (int h = 0; h < a.info_.heads; ++h) {
         auto cv = rfa::head_curves(*a.model_, a.layer_, h, lags);  // host, double: no GPU round trip

@@ -128,6 +128,10 @@ struct PairReadout {
 struct KernelCurves {
   std::vector<double> lags;
   std::vector<double> decay, vcov, precision, bias;  // [lags], for one head
+  // What the four curves are for the head's mechanism (head_curves fills them): short labels of
+  // decay, vcov, precision, bias, and one line saying what they are.
+  std::vector<std::string> names;
+  std::string what;
 };
 // The same curves computed on the host in double from the model's parameters (no GPU, no session):
 // what a panel can redraw every frame without waiting on the device. AFA layers

@@ -52,6 +52,11 @@ class Mechanism {
   // ---- host-side readouts ----------------------------------------------------------------------
   // Head `head`'s kernel curves at `lags` (KernelCurves says what each mechanism puts there).
   virtual KernelCurves curves(const AttentionParams& p, int head, const std::vector<double>& lags) const = 0;
+  // What the curves are (KernelCurves::names and what, for the viewer's kernel panel): RFA's by default.
+  virtual void curve_labels(std::vector<std::string>& names, std::string& what) const {
+    names = {"E(lag)", "Vcov(lag)", "P(lag)", "B(lag)"};
+    what = "decay, covariance, precision, bias";
+  }
   // Whether A = Ahat times the curves' decay (RFA, AFA), or A = Ahat (RT-RFA: no decay).
   virtual bool decays_weights() const { return true; }
   // Head `head`'s per-channel kernels (AFA; rfa::channel_curves); unsupported by default.
@@ -155,10 +160,7 @@ Status check_plain_frame_config(const Mechanism& m, const ModelConfig& c, bool a
                                 const char* doc);
 Status check_plain_frame_params(const Mechanism& m, const AttentionParams& p);
 
-// The registered mechanisms (mechanisms/registry.cpp, one line each).
-const Mechanism& rfa_mechanism();
-const Mechanism& afa_mechanism();
-const Mechanism& rt_mechanism();
-const Mechanism& afa_full_mechanism();
+// The registered mechanisms: each folder defines its `<key>_mechanism()`, which
+// mechanisms/registry.cpp declares and lists (one line each).
 
 }  // namespace rfa::mech

@@ -7,13 +7,19 @@
 
 namespace rfa::mech {
 
+// Each defined in its mechanism's folder.
+const Mechanism& rfa_mechanism();
+const Mechanism& afa_mechanism();
+const Mechanism& rt_mechanism();
+const Mechanism& afa_full_mechanism();
+
 namespace {
 const std::vector<const Mechanism*>& registered() {
   static const std::vector<const Mechanism*> all = {
       &rfa_mechanism(),
       &afa_mechanism(),
-      &rt_mechanism(),
       &afa_full_mechanism(),
+      &rt_mechanism(),
   };
   return all;
 }

@@ -10,8 +10,4 @@ namespace rfa {
 // memory (key tiles of D complex values), not a table of sizes.
 constexpr int kMaxHeadDim = 128;
 
-// The most tied iterations an AFA layer may run (docs/variant-afa-full.md §3): each pass after the
-// first keeps a cache of its own (queries, keys = values, row statistics), and a step runs every pass.
-constexpr int kMaxAfaIrlsIterations = 16;
-
 }  // namespace rfa

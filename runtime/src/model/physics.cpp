@@ -63,8 +63,6 @@ Result<AttentionParams> afa_physical_params(const ModelConfig& cfg, const RawAfa
   f.mix = cfg.afa_mix;
   f.eps = cfg.afa_eps;
   f.pred_dt = cfg.afa_pred_dt;
-  f.irls_iterations = cfg.afa_irls_iterations;
-  f.irls_momentum = cfg.afa_irls_momentum;
   // The decay scale: RFA's learned-decay scale, so both cover the same time constants.
   const double scale = a.scale_decay_by_time_interval ? a.max_learned_decay / (double)(a.seq_len - 1)
                                                       : a.max_learned_decay;

@@ -45,7 +45,10 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
     return Status(Code::invalid_argument, "head_curves: layer " + std::to_string(layer) + ", head " +
                                               std::to_string(head) + " out of range");
   const AttentionParams& p = m.layer(layer).params;
-  return mech::mechanism_of(p).curves(p, head, lags);
+  const mech::Mechanism& mech = mech::mechanism_of(p);
+  KernelCurves k = mech.curves(p, head, lags);
+  mech.curve_labels(k.names, k.what);
+  return k;
 }
 
 Result<ChannelCurves> channel_curves(const Model& m, int layer, int head, const std::vector<double>& lags) {

@@ -7,7 +7,6 @@
 #include "afa_layer_table.h"
 #include "gpu/pipeline.hpp"
 #include "kernel_ids.h"
-#include "model/limits.hpp"
 #include "model/physics.hpp"
 #include "push_layouts.h"
 

@@ -14,6 +14,10 @@
 
 namespace rfa::ops {
 
+// The most tied iterations an AFA layer may run (docs/variant-afa-full.md §3): each pass after the
+// first keeps a cache of its own (queries, keys = values, row statistics), and a step runs every pass.
+constexpr int kMaxAfaIrlsIterations = 16;
+
 // Checks an AFA layer's parameters (sizes, signs, finiteness), naming the field at fault.
 Status check_afa_params(const AttentionParams& p);
 

@@ -13,12 +13,36 @@
 #include "mechanisms/afa/afa_attention.hpp"
 #include "mechanisms/summary_format.hpp"
 #include "model/config.hpp"
+#include "model/config_fields.hpp"
 #include "model/physics.hpp"
 #include "model/tensor_reader.hpp"
 
 namespace rfa::mech {
 
+namespace {
+
+// The tied iterations' keys (docs/variant-afa-full.md §6), read from the config's args by the
+// mechanism itself: afa_irls_iterations (1 to 16) and afa_irls_momentum ([0, 1)). Defaults for a
+// config made in code.
+Status read_irls(const ModelConfig& c, const std::string& label, int* n, double* g) {
+  *n = 1;
+  *g = 0.0;
+  if (!c.args_json) return Status::Ok();
+  config_detail::Fields f(*c.args_json, label, "args.");
+  f.integer("afa_irls_iterations", *n, 1, ops::kMaxAfaIrlsIterations, true);
+  f.number("afa_irls_momentum", *g, true);
+  RFA_TRY(f.status());
+  if (!(*g >= 0 && *g < 1))
+    return make_error(Code::model_error, label + ": args.afa_irls_momentum must be in [0, 1), found " + std::to_string(*g));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status AfaMechanism::check_config(const ModelConfig& c, bool acc_keys_given, const std::string& label) const {
+  int n = 1;
+  double g = 0;
+  RFA_TRY(read_irls(c, label, &n, &g));
   return check_plain_frame_config(*this, c, acc_keys_given, label, "docs/variant-afa.md §12");
 }
 
@@ -43,7 +67,9 @@ Result<AttentionParams> AfaMechanism::load_params(TensorReader& r, const std::st
     RFA_ASSIGN(raw.afa_weight_bias_v, r.f64(p + "afa_weight_bias_v", h));
   }
   auto out = physics::afa_physical_params(cfg, raw);
-  if (out) out->variant = variant();  // the memory-optimised or the full form: same tensors
+  if (!out) return out;
+  out->variant = variant();  // the memory-optimised or the full form: same tensors
+  RFA_TRY(read_irls(cfg, cfg.label, &out->afa.irls_iterations, &out->afa.irls_momentum));
   return out;
 }
 
@@ -57,6 +83,11 @@ KernelCurves AfaMechanism::curves(const AttentionParams& p, int head, const std:
     const physics::AfaLagTerms t = physics::afa_lag_terms(p, head, lag);
     return CurvePoint{t.mean_decay, t.vC, t.precision, t.bias};
   });
+}
+
+void AfaMechanism::curve_labels(std::vector<std::string>& names, std::string& what) const {
+  names = {"mean decay", "v^C(lag)", "1/(nu v^C)", "logit, R2 = 0"};
+  what = "channel-mean decay, score covariance, precision, zero-residual logit";
 }
 
 // Per channel, from the lag as the kernels form it (phi through expm1, exact l at mu = 0); the full

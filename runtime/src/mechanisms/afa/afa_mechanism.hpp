@@ -21,6 +21,7 @@ class AfaMechanism : public Mechanism {
                                       int layer) const override;
   Status check_params(const AttentionParams& p) const override;
   KernelCurves curves(const AttentionParams& p, int head, const std::vector<double>& lags) const override;
+  void curve_labels(std::vector<std::string>& names, std::string& what) const override;
   Result<ChannelCurves> channel_curves(const AttentionParams& p, int head, const std::vector<double>& lags) const override;
   std::string head_terms(const AttentionParams& p, int head) const override;
   std::string layer_summary(int layer, const AttentionParams& p) const override;

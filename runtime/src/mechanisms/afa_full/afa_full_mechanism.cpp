@@ -71,6 +71,11 @@ class AfaFullMechanism final : public AfaMechanism {
     });
   }
 
+  void curve_labels(std::vector<std::string>& names, std::string& what) const override {
+    names = {"mean decay", "mean cov_k", "mean P_k", "log mean P_k"};
+    what = "channel means of the decay, covariance and precision, the log-weight of a matching key";
+  }
+
   std::vector<gpu::Binding> readout_inputs(const ops::AttentionWeightsGpu& w, const ops::AttentionCache& c,
                                            const gpu::Buffer& timestamps) const override {
     return {gpu::in(w.table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(ops::afa_normalisers(c))};
