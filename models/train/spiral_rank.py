@@ -13,6 +13,7 @@ usage: nice /usr/bin/python3 spiral_rank.py [--kinds rfa,acc,rfa_acc,rope,afa,af
 """
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -57,7 +58,11 @@ def main():
                      ("--threads", dict(type=int, default=1))):
         ap.add_argument(flag, **kw)
     ap.add_argument("--merge", nargs="+", metavar="JSON")
+    ap.add_argument("--eigen", metavar="JSON", help="print the learned-eigenvalue table of a ranking JSON and exit")
     a = ap.parse_args()
+    if a.eigen:
+        print(eigen_table(json.load(open(a.eigen))))
+        return 0
     if a.merge:
         return merge(a.merge, a.json)
     torch.set_num_threads(a.threads)
@@ -139,6 +144,28 @@ def merge(files, dest):
         json.dump(out, f, indent=1)
     print(table(out, list(out["runs"]), out["baselines"].keys()))
     return 0
+
+
+TRUE_MU, TRUE_OMEGA = 0.01, 0.1  # the spiral's -0.1 +- i per unit time at dt = 0.1: per sample (SEEDS.md §2.8)
+
+
+def eigen_table(out):
+    """Markdown: per AFA run (kind, seed) and head, the learned channel eigenvalue -mu + i|omega| nearest the
+    spiral's true -0.01 + 0.1i per sample (distance in (log10 mu, omega / 0.1)), and how many of the
+    head's channels decay within a factor 2 of the true mu and rotate within 20% of the true omega."""
+    lines = ["| model | seed | layer | head | nearest channel: mu, omega | mu / true | omega / true | "
+             "channels near the truth (mu within 2x, omega within 20%) |", "|---|---|---|---|---|---|---|---|"]
+    for kind, by_seed in out.get("eigenvalues", {}).items():
+        for seed, layers in by_seed.items():
+            for li, heads in enumerate(layers):
+                for h, chans in enumerate(heads):
+                    dist = lambda c: math.hypot(math.log10(max(-c[0], 1e-12) / TRUE_MU), abs(c[1]) / TRUE_OMEGA - 1)
+                    best = min(chans, key=dist)
+                    near = sum(1 for c in chans if 0.5 <= -c[0] / TRUE_MU <= 2 and abs(abs(c[1]) / TRUE_OMEGA - 1) <= 0.2)
+                    lines.append("| %s | %s | %d | %d | %.4g, %.4g | %.2f | %.2f | %d of %d |" % (
+                        LABELS.get(kind, kind), seed, li, h, -best[0], abs(best[1]), -best[0] / TRUE_MU,
+                        abs(best[1]) / TRUE_OMEGA, near, len(chans)))
+    return "\n".join(lines)
 
 
 def table(out, kinds, set_names):
