@@ -31,12 +31,7 @@ std::shared_ptr<Model> full_model(int d_e, int n, double g, uint32_t seed) {
   p.variant = AttentionVariant::afa_full;
   p.afa.irls_iterations = n;
   p.afa.irls_momentum = g;
-  const int w = 2 * p.heads * p.dim;
-  auto m = attention_model(d_e, p, random_values((size_t)w * d_e, seed), random_values((size_t)w * d_e, seed + 1),
-                           random_values((size_t)w * d_e, seed + 2), random_values((size_t)d_e * w, seed + 3));
-  for (auto* l : {&m->single.wq, &m->single.wk, &m->single.wv})
-    for (float& v : l->weight.data) v *= 0.3f;
-  return m;
+  return variant_model(p, d_e, seed);
 }
 
 struct TwinRun {

@@ -113,26 +113,6 @@ TEST_CASE("AFA layers: the GPU curves stay RFA-only; row diagnostics and tomogra
   check_curves_refused_readouts_accepted(afa(2, 4, 3, AfaPrecision::channel_sum, false, false, true), "AFA layer");
 }
 
-namespace {
-
-// The probe of (b, h) over `rc` in view `view` (docs/variant-afa-full.md §5).
-Maps probe_view(const Fixture& f, uint32_t b, uint32_t h, const Rect& rc, int view) {
-  gpu::Context& g = f.g;
-  const std::vector<float> nan(rc.cells(), std::nanf(""));
-  gpu::Buffer ah = Fixture::up_on(g, nan), aa = Fixture::up_on(g, nan);
-  gpu::Recorder rec(g);
-  REQUIRE(rec.begin().ok());
-  const Status s = ops::record_rfa_probe(g, rec, f.w, f.cache, f.ts, b, h, rc.r0, rc.r1, rc.c0, rc.c1, ah, aa, view);
-  REQUIRE_MESSAGE(s.ok(), s.to_string());
-  REQUIRE(rec.submit_and_wait().ok());
-  Maps m{std::vector<float>(rc.cells()), std::vector<float>(rc.cells())};
-  REQUIRE(g.download(ah, m.ahat.data(), rc.cells() * 4).ok());
-  REQUIRE(g.download(aa, m.a.data(), rc.cells() * 4).ok());
-  return m;
-}
-
-}  // namespace
-
 TEST_CASE("the probe's views of full AFA (Q_c, the channel mean, W) and of AFA equal the twin's matrices") {
   // Full AFA: a channel c gives Q_c (rows sum to 1) and A = Q_c e_c; the channel mean gives
   // (1/D) sum_k Q_k and A = (1/D) sum_k Q_k e_k; the reweighting map gives W and A = W. The
@@ -190,8 +170,8 @@ TEST_CASE("the probe's views of full AFA (Q_c, the channel mean, W) and of AFA e
           };
           const Rect whole{0, N, 0, N}, block{N / 3 + 1, N - 1, N / 5 + 2, 2 * N / 3 + 3};
           // W's rows do not sum to 1: only the normalised views are checked as whole rows.
-          check_probe_rect(p, t, b, h, whole, probe_view(f, b, h, whole, view), tol, 0, view != kReweighting);
-          check_probe_rect(p, t, b, h, block, probe_view(f, b, h, block, view), tol, 0, false);
+          check_probe_rect(p, t, b, h, whole, probe(f.g, f.w, f.cache, f.ts, b, h, whole, view), tol, 0, view != kReweighting);
+          check_probe_rect(p, t, b, h, block, probe(f.g, f.w, f.cache, f.ts, b, h, block, view), tol, 0, false);
         }
   }
 }

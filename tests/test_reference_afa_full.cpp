@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "afa_twin_support.hpp"
 #include "cpu_test_support.hpp"
 #include "reference/afa_ref.hpp"
 
@@ -26,34 +27,10 @@ using rfa::test::random_complex;
 cd cis(double a) { return cd(std::cos(a), std::sin(a)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-// A full layer with varied per-channel parameters (conjugate pairs, per-channel noises, per-head
-// nu, alpha, eps and horizon).
+// A full layer of varied random parameters (tests/afa_twin_support.hpp), the mix and the iterations set.
 AfaParams full_params(int H, int D, uint32_t seed, bool mix = false, int iterations = 1, double momentum = 0.0) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  AfaParams p;
-  p.heads = H;
-  p.dim = D;
-  std::vector<double> re_half, om_half;
-  for (int x = 0; x < H * D / 2; ++x) {
-    re_half.push_back(-(0.01 + 0.3 * u(rng)));
-    om_half.push_back(-2.0 + 4.0 * u(rng));
-  }
-  REQUIRE(afa_set_conjugate_pairs(&p, re_half, om_half).ok());
-  for (int x = 0; x < H * D; ++x) {
-    p.sigma2.push_back(0.05 + u(rng));
-    p.eta2.push_back(0.1 + u(rng));
-    p.gamma2.push_back(0.2 * u(rng));
-    p.delta.push_back(-1.0 + 3.0 * u(rng));
-  }
-  for (int h = 0; h < H; ++h) {
-    AfaHeadParams hp;
-    hp.nu = 0.5 + 1.5 * u(rng);
-    hp.alpha = 0.5 + u(rng);
-    hp.eps = h % 2 ? 1e-3 : 0.0;
-    hp.pred_dt = 0.3 + u(rng);
-    p.head.push_back(hp);
-  }
+  AfaParams p = test::afa_random_params(H, D, seed, true);
+  p.weight.clear();
   p.full = true;
   p.mix = mix;
   p.irls_iterations = iterations;
@@ -129,20 +106,10 @@ std::vector<cd> naive_full_pass(const AfaParams& p, int B, int N, const std::vec
 }  // namespace
 
 TEST_CASE("afa full twin: the worked example of SEEDS.md 2.9, digit for digit") {
-  // D = 1: lambda = -0.1 + 1i, sigma2 = 1, eta2 = 0.5, gamma2 = 0, t = (0, 1), q_1 = 1,
-  // k_0 = 0.5 + 0.5i, k_1 = 1 + 0.2i, v_0 = 1, v_1 = i; nu = alpha = 1, eps = 0.
-  AfaParams p;
-  p.heads = 1;
-  p.dim = 1;
-  p.lambda_re = {-0.1};
-  p.omega = {1.0};
-  p.sigma2 = {1.0};
-  p.eta2 = {0.5};
-  p.head = {AfaHeadParams{}};
-  p.head[0].pred_dt = 1.0;
-  p.full = true;
-  const std::vector<cd> Q = {cd(0.3, -0.7), cd(1, 0)}, K = {cd(0.5, 0.5), cd(1, 0.2)}, V = {cd(1, 0), cd(0, 1)};
-  const std::vector<double> t = {0.0, 1.0};
+  const test::AfaWorkedExample e = test::afa_worked_example(true);
+  const AfaParams& p = e.p;
+  const std::vector<cd>&Q = e.Q, &K = e.K, &V = e.V;
+  const std::vector<double>& t = e.t;
   auto r6 = [](double x) { return std::round(x * 1e6) / 1e6; };  // the hand values' six decimals
 
   const AfaFullPairTerms j0 = afa_full_pair_terms(p, 0, &Q[1], &K[0], 1.0, 0.0);

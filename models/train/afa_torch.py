@@ -299,61 +299,27 @@ class MultiheadAFA(nn.Module):
         """Full AFA: queries i0 <= i < i1 against keys j < nk: (Zbar re, im [B,H,D,rows]), the
         per-channel weights Q_k [B,H,D,rows,nk] and the reweighting map W [B,H,rows,nk]."""
         a = self.args
-        H, D = self.n_heads, self.d_k_head
-        q_re, q_im, k_re, k_im, v_re, v_im = qkv
-        q_re, q_im = q_re[..., i0:i1], q_im[..., i0:i1]
-        k_re, k_im, v_re, v_im = k_re[..., :nk], k_im[..., :nk], v_re[..., :nk], v_im[..., :nk]
-        nq = i1 - i0
-        lag = (t[:, i0:i1].unsqueeze(-1) - t[:, :nk].unsqueeze(-2)).view(t.shape[0], 1, 1, nq, nk)
-        alag = lag.abs()
-        v = lambda x: x.view(1, H, D, 1, 1)
+        H = self.n_heads
+        lag, alag, (T_re, T_im), (r_re, r_im), (v_re, v_im) = self._pair_frame(p, mu, t, i0, i1, nk, qkv)
         eps = getattr(a, "afa_eps", 1e-5)
         P = 1.0 / (self.channel_covariance(p, mu, alag) + eps)               # [Bt,H,D,rows,keys]
-        ang = lag * v(p["omega"])
-        T_re, T_im = torch.cos(ang), torch.sin(ang)
-        if not bool((mu == 0).all()):
-            e = torch.exp(alag * -v(mu))
-            T_re, T_im = e * T_re, e * T_im
-        kj_re, kj_im = k_re.unsqueeze(-2), k_im.unsqueeze(-2)
-        r_re = torch.addcmul(torch.addcmul(-q_re.unsqueeze(-1), T_re, kj_re), T_im, kj_im, value=-1.0)
-        r_im = torch.addcmul(torch.addcmul(-q_im.unsqueeze(-1), T_re, kj_im), T_im, kj_re)
         D2 = (P * torch.addcmul(r_re * r_re, r_im, r_im)).sum(2)            # [B,H,rows,keys]
         hv = lambda x: x.view(1, H, 1, 1)
         W = torch.exp(-(hv(p["alpha"]) ** 2) * torch.log1p(D2 / hv(p["nu"])))
         if causal:
-            W = W.masked_fill(causal_mask(a, nq, nk, lag.device, i0), 0.0)
+            W = W.masked_fill(causal_mask(a, i1 - i0, nk, lag.device, i0), 0.0)
         WP = W.unsqueeze(2) * P                                              # [B,H,D,rows,keys]
         Qk = WP / WP.sum(-1, keepdim=True)
-        vj_re, vj_im = v_re.unsqueeze(-2), v_im.unsqueeze(-2)
-        z_re = (Qk * torch.addcmul(T_re * vj_re, T_im, vj_im, value=-1.0)).sum(-1)
-        z_im = (Qk * torch.addcmul(T_re * vj_im, T_im, vj_re)).sum(-1)
-        return (z_re, z_im), Qk, W
+        return self._aggregate(Qk, T_re, T_im, v_re, v_im), Qk, W
 
     def _rows(self, p, mu, t, i0, i1, nk, causal, qkv):
         """Queries i0 <= i < i1 against keys j < nk: (Zbar re, im [B,H,D,rows]), A and logits [B,H,rows,nk].
 
         Per-pair tensors are channel-major, [B, H, D, rows, keys] (the pair plane innermost)."""
         a = self.args
-        H, D = self.n_heads, self.d_k_head
-        q_re, q_im, k_re, k_im, v_re, v_im = qkv
-        q_re, q_im = q_re[..., i0:i1], q_im[..., i0:i1]
-        k_re, k_im, v_re, v_im = k_re[..., :nk], k_im[..., :nk], v_re[..., :nk], v_im[..., :nk]
-        nq = i1 - i0
-        lag = (t[:, i0:i1].unsqueeze(-1) - t[:, :nk].unsqueeze(-2)).view(t.shape[0], 1, 1, nq, nk)  # t_i - t_j
-        alag = lag.abs()       # causal pairs: = lag; masked pairs: keeps the decay <= 1 (finite)
-        v = lambda x: x.view(1, H, D, 1, 1)
-
+        H = self.n_heads
+        lag, alag, (T_re, T_im), (r_re, r_im), (v_re, v_im) = self._pair_frame(p, mu, t, i0, i1, nk, qkv)
         vC = self.score_covariance(p, self.channel_covariance(p, mu, alag))  # [Bt,H,rows,keys]
-        ang = lag * v(p["omega"])          # transport exp(-mu_k |l|) e^{i omega_k l}, from the lag
-        T_re, T_im = torch.cos(ang), torch.sin(ang)
-        if not bool((mu == 0).all()):
-            e = torch.exp(alag * -v(mu))
-            T_re, T_im = e * T_re, e * T_im
-
-        # residual of the key transported to the query's time: T_k(l_ij) K_jk - Q_ik
-        kj_re, kj_im = k_re.unsqueeze(-2), k_im.unsqueeze(-2)                # [B,H,D,1,keys]
-        r_re = torch.addcmul(torch.addcmul(-q_re.unsqueeze(-1), T_re, kj_re), T_im, kj_im, value=-1.0)
-        r_im = torch.addcmul(torch.addcmul(-q_im.unsqueeze(-1), T_re, kj_im), T_im, kj_re)
         R2 = torch.addcmul(r_re * r_re, r_im, r_im).sum(2)                   # [B,H,rows,keys]
 
         hv = lambda x: x.view(1, H, 1, 1)
@@ -364,8 +330,33 @@ class MultiheadAFA(nn.Module):
         A = torch.softmax(logits, dim=-1)
 
         # Zbar_ik = sum_j A_ij T_k(l_ij) V_jk
-        Aw = A.unsqueeze(2)                                                  # [B,H,1,rows,keys]
-        vj_re, vj_im = v_re.unsqueeze(-2), v_im.unsqueeze(-2)
-        z_re = (Aw * torch.addcmul(T_re * vj_re, T_im, vj_im, value=-1.0)).sum(-1)   # [B,H,D,rows]
-        z_im = (Aw * torch.addcmul(T_re * vj_im, T_im, vj_re)).sum(-1)
-        return (z_re, z_im), A, logits
+        return self._aggregate(A.unsqueeze(2), T_re, T_im, v_re, v_im), A, logits
+
+    def _pair_frame(self, p, mu, t, i0, i1, nk, qkv):
+        """Queries i0 <= i < i1 against keys j < nk, per pair and channel (channel-major, [B,H,D,rows,keys]):
+        the lags t_i - t_j [Bt,1,1,rows,keys], their |l| (causal pairs: = lag; masked pairs: keeps the
+        decay <= 1, finite), the transports T_k(l) = exp(-mu_k |l|) e^{i omega_k l} formed from the lag, the
+        residuals r_k = T_k(l_ij) K_jk - Q_ik (re, im), and the values of the keys (re, im, [B,H,D,1,keys])."""
+        H, D = self.n_heads, self.d_k_head
+        q_re, q_im, k_re, k_im, v_re, v_im = qkv
+        q_re, q_im = q_re[..., i0:i1], q_im[..., i0:i1]
+        k_re, k_im, v_re, v_im = k_re[..., :nk], k_im[..., :nk], v_re[..., :nk], v_im[..., :nk]
+        lag = (t[:, i0:i1].unsqueeze(-1) - t[:, :nk].unsqueeze(-2)).view(t.shape[0], 1, 1, i1 - i0, nk)
+        alag = lag.abs()
+        v = lambda x: x.view(1, H, D, 1, 1)
+        ang = lag * v(p["omega"])
+        T_re, T_im = torch.cos(ang), torch.sin(ang)
+        if not bool((mu == 0).all()):
+            e = torch.exp(alag * -v(mu))
+            T_re, T_im = e * T_re, e * T_im
+        kj_re, kj_im = k_re.unsqueeze(-2), k_im.unsqueeze(-2)                # [B,H,D,1,keys]
+        r_re = torch.addcmul(torch.addcmul(-q_re.unsqueeze(-1), T_re, kj_re), T_im, kj_im, value=-1.0)
+        r_im = torch.addcmul(torch.addcmul(-q_im.unsqueeze(-1), T_re, kj_im), T_im, kj_re)
+        return lag, alag, (T_re, T_im), (r_re, r_im), (v_re.unsqueeze(-2), v_im.unsqueeze(-2))
+
+    @staticmethod
+    def _aggregate(w, T_re, T_im, vj_re, vj_im):
+        """Zbar_ik = sum_j w_k,ij T_k(l_ij) V_jk (w [B,H,1 or D,rows,keys]): (re, im) [B,H,D,rows]."""
+        z_re = (w * torch.addcmul(T_re * vj_re, T_im, vj_im, value=-1.0)).sum(-1)
+        z_im = (w * torch.addcmul(T_re * vj_im, T_im, vj_re)).sum(-1)
+        return z_re, z_im

@@ -18,22 +18,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rfa_torch import make_args, build  # noqa: E402
 from afa_torch import MultiheadAFA  # noqa: E402
-
-FAILED = []
-
-
-def sp(x):  # PyTorch's softplus (beta 1, linear above 20)
-    return x if x > 20 else math.log1p(math.exp(x))
-
-
-def sig(x):
-    return 1.0 / (1.0 + math.exp(-x))
-
-
-def expect(name, ok, detail=""):
-    print("%-64s %s%s" % (name, "ok" if ok else "MISMATCH", (" " + detail) if detail else ""))
-    if not ok:
-        FAILED.append(name)
+from check_afa import sp, sig, expect, FAILED, worked_layer  # noqa: E402
+import check_afa  # noqa: E402
 
 
 def naive(m, x, t=None, causal=True):
@@ -129,14 +115,8 @@ def naive(m, x, t=None, causal=True):
 
 
 def random_layer(seed, **kw):
-    torch.manual_seed(seed)
     kw.setdefault("attention_variant", "afa_full")
-    args = make_args(kw.pop("model", "M2"), n_heads=2, d_e=6, d_k_total=8, d_v_total=8, seq_len=16, **kw)
-    m = MultiheadAFA(args).double()
-    with torch.no_grad():  # move every raw parameter away from its initial value
-        for n, p in m.named_parameters():
-            p.add_((0.1 if n.startswith("W_") else 0.4) * torch.randn_like(p))
-    return m
+    return check_afa.random_layer(seed, **kw)
 
 
 def compare(name, causal=True, irregular=True, N=6, **kw):
@@ -168,31 +148,7 @@ def worked_example():
     q_1 = 1, k_0 = 0.5 + 0.5i, k_1 = 1 + 0.2i, v_0 = 1, v_1 = i; nu = alpha = 1, eps = 0."""
     res = {}
     for h in (0.0, 1.0):
-        args = make_args("M2", attention_variant="afa_full", n_heads=1, d_e=6, d_k_total=1, d_v_total=1, seq_len=2,
-                         use_complex_conj_constraint=False, scale_decay_by_time_interval=False,
-                         max_learned_decay=1.0, learn_rotations=True, omega_rescale=1.0, t_equal=False,
-                         afa_eps=0.0, afa_pred_dt=h)
-        m = MultiheadAFA(args).double()
-        inv_sp = lambda y: math.log(math.expm1(y))
-        with torch.no_grad():
-            m.afa_mu_v.fill_(math.log(0.1 / 0.9))          # mu = 1 * sig(.) = 0.1
-            m.omega_v.fill_(1.0)
-            m.afa_sigma_v.fill_(inv_sp(1.0))
-            m.afa_eta_v.fill_(inv_sp(0.5))
-            m.afa_gamma_v.fill_(-1000.0)                    # softplus -> exactly 0
-            m.afa_nu_v.fill_(inv_sp(1.0))
-            m.afa_alpha_v.fill_(1.0)
-            for n, lin in enumerate((m.W_q, m.W_k, m.W_v)):  # x_j = [Re q, Im q, Re k, Im k, Re v, Im v]
-                lin.weight.zero_()
-                lin.bias.zero_()
-                lin.weight[0, 2 * n] = 1.0
-                lin.weight[1, 2 * n + 1] = 1.0
-            m.W_o.weight.zero_()
-            m.W_o.bias.zero_()
-            m.W_o.weight[0, 0] = 1.0
-            m.W_o.weight[1, 1] = 1.0
-        x = torch.tensor([[[0.0, 0.0, 0.5, 0.5, 1.0, 0.0], [1.0, 0.0, 1.0, 0.2, 0.0, 1.0]]], dtype=torch.float64)
-        t = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+        m, x, t = worked_layer("afa_full", h)
         with torch.no_grad():
             y, attn = m(x, t_measure=t, return_attn=True)
         res[h] = (complex(float(y[0, 1, 0]), float(y[0, 1, 1])), attn["Qk"][0, 0, 0, 1].tolist(), attn["A"][0, 0, 1].tolist())

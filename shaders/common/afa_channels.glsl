@@ -51,4 +51,16 @@ float afa_load_query(uint icell, bool live, out vec2 q[D]) {
   return qn;
 }
 
+// Re(q^H k) of the scored vectors, k the key `key` projected per channel under the unitary switch as
+// q is: the readouts' pair_cross (the tomography's s = pair_cross / |q|), both forms.
+float afa_cross(const vec2 q[D], uint key) {
+  float c = 0.0;
+  [[unroll]] for (uint k = 0; k < D; ++k) {
+    vec2 kk = afa_key(key, k);
+    if (UNITARY) kk = unit_channel(kk);
+    c += dot(q[k], kk);
+  }
+  return c;
+}
+
 #endif

@@ -95,15 +95,7 @@ float pair_cell_logit(const vec2 q[D], PairRow r, uint jc, float lag, out float 
   return w > 0.0 ? log(w) + r.lnorm : uintBitsToFloat(0xff800000u);
 }
 
-float pair_cross(const vec2 q[D], uint jc) {
-  float c = 0.0;
-  [[unroll]] for (uint k = 0; k < D; ++k) {
-    vec2 kk = afa_key(jc, k);
-    if (UNITARY) kk = unit_channel(kk);
-    c += dot(q[k], kk);
-  }
-  return c;
-}
+float pair_cross(const vec2 q[D], uint jc) { return afa_cross(q, jc); }
 
 bool pair_counts(float logit) { return true; }
 

@@ -8,22 +8,7 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
 
-layout(local_size_x = 64) in;
-#include "kernel_ids.h"  // the ids, shared with the op that sets them (AFA's readout ids)
-#include "afa_layer_table.h"
-layout(constant_id = kAfaReadD) const uint D = 32;         // complex channels per head
-layout(constant_id = kAfaReadCausal) const bool CAUSAL = true;
-layout(constant_id = kAfaReadUnitary) const bool UNITARY = false;
-layout(constant_id = kAfaReadMode) const uint MODE = 0;    // 0: rectangle of Ahat and A, 1: row diagnostics
-layout(constant_id = kAfaReadView) const uint VIEW = kAfaViewMean;  // a channel, the mean or W
-#define AFA_VIEW VIEW
-#define AFA_FULL_READOUT 1
-
-layout(std430, binding = 0) readonly buffer Ab { vec4 afa[]; };
-layout(std430, binding = 1) readonly buffer Tb { vec2 ts[]; };  // (hi, lo) [B, capacity]
-layout(std430, binding = 2) readonly buffer Qb { vec2 Qc[]; };
-layout(std430, binding = 3) readonly buffer Kb { KV_T Kc[]; };
-layout(std430, binding = 4) readonly buffer Db { float den_in[]; };  // den_k [cells * D]
+#include "afa_full_readout_io.glsl"
 layout(std430, binding = 5) readonly buffer Mb { float row_max[]; };
 layout(std430, binding = 6) readonly buffer Lb { float row_sum[]; };
 layout(std430, binding = 7) writeonly buffer O0 { float ahat_out[]; };  // [rows, cols], or [rows, 8] (MODE 1)
