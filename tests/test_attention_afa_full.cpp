@@ -174,3 +174,16 @@ TEST_CASE("full AFA and tied iterations: bad parameters are named") {
   p = tied(full(2, 4, 3, false, false, false), 2, 0);
   fails(p, "causal");
 }
+
+TEST_CASE("the full AFA kernel's tiling is AFA's, and says which kernel it is") {
+  gpu::Capabilities caps = test::gpu().caps();
+  caps.device_type = VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU;
+  caps.max_shared_memory = 16384;
+  const ops::AttentionTiling t = ops::choose_afa_tiling(caps, KernelOptions{}, 512, 64, 4096, true);
+  const ops::AttentionTiling m = ops::choose_afa_tiling(caps, KernelOptions{}, 512, 64, 4096, false);
+  CHECK(t.shared_bytes == m.shared_bytes);
+  CHECK(t.shared_bytes <= 16384);
+  CHECK(t.why.find("full AFA kernel") != std::string::npos);
+  CHECK(m.why.find("full AFA") == std::string::npos);
+  CHECK(ops::choose_afa_tiling(caps, KernelOptions{}, 1, 64, 4096, true).threads_per_row > 1);  // decode splits a row
+}

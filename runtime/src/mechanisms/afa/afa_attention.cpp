@@ -127,9 +127,11 @@ AttentionTiling choose_direct_tiling(const gpu::Capabilities& caps, const Kernel
 }
 
 AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
-                                  uint32_t dim, uint32_t capacity) {
-  return choose_direct_tiling(caps, overrides, n_new, dim, capacity, "AFA kernel",
-                              "every pair's per-channel decays from its lag", afa_shared_bytes);
+                                  uint32_t dim, uint32_t capacity, bool full) {
+  return choose_direct_tiling(caps, overrides, n_new, dim, capacity, full ? "full AFA kernel" : "AFA kernel",
+                              full ? "every pair's per-channel decays and precisions from its lag, per-channel sums"
+                                   : "every pair's per-channel decays from its lag",
+                              afa_shared_bytes);
 }
 
 namespace {
@@ -213,7 +215,7 @@ Status record_afa_fused(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   RFA_TRY(ensure_afa_buffers(ctx, p, cache));
   const bool full = p.variant == AttentionVariant::afa_full;
   const AfaBuffers buf{cache, full, (uint32_t)p.afa.irls_iterations};
-  const AttentionTiling t = choose_afa_tiling(ctx.caps(), ctx.kernels(), n_new, D, cache.capacity);
+  const AttentionTiling t = choose_afa_tiling(ctx.caps(), ctx.kernels(), n_new, D, cache.capacity, full);
   using namespace shader;  // the ids: kernel_ids.h
   const AfaLayerParams& f = p.afa;
   const AttentionPush push{n_new, cache.capacity, H, cache.window, 0.f, 0u};

@@ -38,7 +38,7 @@ AttentionTiling choose_direct_tiling(const gpu::Capabilities& caps, const Kernel
 // How the AFA kernel runs: RFA's direct-path choice (rows per group, threads per row, key tiles or
 // keys read from the cache), key tiles shrunk to the device's shared memory; `why` says so.
 AttentionTiling choose_afa_tiling(const gpu::Capabilities& caps, const KernelOptions& overrides, uint32_t n_new,
-                                  uint32_t dim, uint32_t capacity);
+                                  uint32_t dim, uint32_t capacity, bool full = false);
 
 // The kernel of an AFA layer of either form: afa_attention or afa_full_attention, + "_kv16".
 std::string afa_kernel_name(const AttentionParams& p, bool kv_f16);

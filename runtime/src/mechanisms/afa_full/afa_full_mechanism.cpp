@@ -76,6 +76,11 @@ class AfaFullMechanism final : public AfaMechanism {
     what = "channel means of the decay, covariance and precision, the log-weight of a matching key";
   }
 
+  ops::AttentionTiling tiling(const gpu::Capabilities& caps, const KernelOptions& kernels, uint32_t n_new, uint32_t dim,
+                              uint32_t, uint32_t capacity, bool) const override {
+    return ops::choose_afa_tiling(caps, kernels, n_new, dim, capacity, true);
+  }
+
   std::vector<gpu::Binding> readout_inputs(const ops::AttentionWeightsGpu& w, const ops::AttentionCache& c,
                                            const gpu::Buffer& timestamps) const override {
     return {gpu::in(w.table()), gpu::in(timestamps), gpu::in(c.q), gpu::in(c.k), gpu::in(ops::afa_normalisers(c))};
