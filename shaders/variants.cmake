@@ -89,6 +89,8 @@ rfa_shader_variant(sdpa_tile_cm_emu_kv16          attention_body.glsl       RFA_
 # Fused AFA (Adaptive Filter Attention) and RT-RFA (directional RFA on the sphere) attention.
 rfa_shader_variant(afa_attention                  afa_attention_body.glsl)
 rfa_shader_variant(afa_attention_kv16             afa_attention_body.glsl   RFA_KV_F16)
+rfa_shader_variant(afa_full_attention             afa_full_attention_body.glsl)
+rfa_shader_variant(afa_full_attention_kv16        afa_full_attention_body.glsl RFA_KV_F16)
 rfa_shader_variant(rt_attention                   rt_attention_body.glsl)
 rfa_shader_variant(rt_attention_kv16              rt_attention_body.glsl    RFA_KV_F16)
 # Input norm and rotation into the stationary frame (fills the caches).
@@ -99,6 +101,8 @@ rfa_shader_variant(rfa_probe                      rfa_probe_body.glsl)
 rfa_shader_variant(rfa_probe_kv16                 rfa_probe_body.glsl       RFA_KV_F16)
 rfa_shader_variant(afa_probe                      afa_probe_body.glsl)
 rfa_shader_variant(afa_probe_kv16                 afa_probe_body.glsl       RFA_KV_F16)
+rfa_shader_variant(afa_full_probe                 afa_full_probe_body.glsl)
+rfa_shader_variant(afa_full_probe_kv16            afa_full_probe_body.glsl  RFA_KV_F16)
 rfa_shader_variant(rt_probe                       rt_probe_body.glsl)
 rfa_shader_variant(rt_probe_kv16                  rt_probe_body.glsl        RFA_KV_F16)
 # Attention tomography rows, per mechanism.
@@ -106,6 +110,8 @@ rfa_shader_variant(rfa_tomography                 rfa_tomography_body.glsl)
 rfa_shader_variant(rfa_tomography_kv16            rfa_tomography_body.glsl  RFA_KV_F16)
 rfa_shader_variant(afa_tomography                 afa_tomography_body.glsl)
 rfa_shader_variant(afa_tomography_kv16            afa_tomography_body.glsl  RFA_KV_F16)
+rfa_shader_variant(afa_full_tomography            afa_full_tomography_body.glsl)
+rfa_shader_variant(afa_full_tomography_kv16       afa_full_tomography_body.glsl RFA_KV_F16)
 rfa_shader_variant(rt_tomography                  rt_tomography_body.glsl)
 rfa_shader_variant(rt_tomography_kv16             rt_tomography_body.glsl   RFA_KV_F16)
 # Token sampling with probabilities in fp32, or fp64 on devices with shaderFloat64.

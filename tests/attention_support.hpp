@@ -362,12 +362,12 @@ struct Maps {
 };
 
 inline Maps probe(gpu::Context& g, const ops::AttentionWeightsGpu& w, const ops::AttentionCache& cache, const gpu::Buffer& ts,
-           uint32_t b, uint32_t h, const Rect& rc) {
+           uint32_t b, uint32_t h, const Rect& rc, int view = kAllChannels) {
   const std::vector<float> nan(rc.cells(), std::nanf(""));
   gpu::Buffer ah = Fixture::up_on(g, nan), aa = Fixture::up_on(g, nan);
   gpu::Recorder rec(g);
   REQUIRE(rec.begin().ok());
-  const Status s = ops::record_rfa_probe(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, rc.c0, rc.c1, ah, aa);
+  const Status s = ops::record_rfa_probe(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, rc.c0, rc.c1, ah, aa, view);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
   REQUIRE(rec.submit_and_wait().ok());
   Maps m{std::vector<float>(rc.cells()), std::vector<float>(rc.cells())};

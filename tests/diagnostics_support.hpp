@@ -89,6 +89,17 @@ inline std::vector<float> random_values(size_t n, uint32_t seed) {
   return v;
 }
 
+// An attention model of layer `p` on d_e inputs, random N(0, 1) projections (seed .. seed + 3) with
+// Q, K and V scaled by 0.3 to keep unit-variance tokens' logits of order one.
+inline std::shared_ptr<Model> variant_model(const AttentionParams& p, int d_e, uint32_t seed) {
+  const int w = 2 * p.heads * p.dim;
+  auto m = attention_model(d_e, p, random_values((size_t)w * d_e, seed), random_values((size_t)w * d_e, seed + 1),
+                           random_values((size_t)w * d_e, seed + 2), random_values((size_t)d_e * w, seed + 3));
+  for (auto* l : {&m->single.wq, &m->single.wk, &m->single.wv})
+    for (float& v : l->weight.data) v *= 0.3f;
+  return m;
+}
+
 inline std::vector<double> irregular(int N, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> gap(0.2, 1.8);

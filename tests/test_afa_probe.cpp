@@ -112,3 +112,66 @@ TEST_CASE("the AFA probe reads a windowed ring smaller than the stream") {
 TEST_CASE("AFA layers: the GPU curves stay RFA-only; row diagnostics and tomography are accepted") {
   check_curves_refused_readouts_accepted(afa(2, 4, 3, AfaPrecision::channel_sum, false, false, true), "AFA layer");
 }
+
+TEST_CASE("the probe's views of full AFA (Q_c, the channel mean, W) and of AFA equal the twin's matrices") {
+  // Full AFA: a channel c gives Q_c (rows sum to 1) and A = Q_c e_c; the channel mean gives
+  // (1/D) sum_k Q_k and A = (1/D) sum_k Q_k e_k; the reweighting map gives W and A = W. The
+  // memory-optimised form: the softmax in every view, A its channel's decay, the mean decay or 1.
+  // After a chunked run (decode rows too), fp32 and fp16 caches, and after a tied layer (the probe
+  // reads its first pass).
+  struct Case {
+    bool full;
+    int n, B, H, D, N, chunk, times;
+    bool kv_f16;
+  } cases[] = {{true, 1, 2, 2, 8, 45, 7, 1, false}, {true, 3, 1, 1, 4, 30, 1, 2, true}, {false, 1, 1, 2, 8, 33, 5, 0, false}};
+  int k = 0;
+  for (const Case& c : cases) {
+    CAPTURE(c.full);
+    CAPTURE(c.n);
+    CAPTURE(c.kv_f16);
+    AttentionParams p = afa(c.H, c.D, 600 + (uint32_t)k, AfaPrecision::channel_sum, false, true, true);
+    if (c.full) p.variant = AttentionVariant::afa_full;
+    p.afa.irls_iterations = c.n;
+    const Inputs in = make_inputs(p, c.B, c.N, 610 + (uint32_t)k++, c.times);
+    const ref::AfaOutputs r = afa_twin(p, in, true);
+    AttentionPath ap;
+    ap.kv_f16 = c.kv_f16;
+    Fixture f(p, in, 0, ap);
+    f.run(c.chunk);
+    const uint32_t N = (uint32_t)c.N, H = (uint32_t)c.H, D = (uint32_t)c.D;
+    const double tol = c.kv_f16 ? kTolF16 : 1e-4;
+    for (int view : {kAllChannels, 0, c.D - 1, kReweighting})
+      for (uint32_t b = 0; b < (uint32_t)c.B; ++b)
+        for (uint32_t h = 0; h < H; ++h) {
+          CAPTURE(view);
+          CAPTURE(b);
+          CAPTURE(h);
+          auto decay = [&](int ch, uint32_t i, uint32_t j) {
+            const double lag = std::fabs(time_of(in, (int)b, (int)i) - time_of(in, (int)b, (int)j));
+            return std::exp(-p.afa.mu[(size_t)h * D + ch] * lag);
+          };
+          ProbeTruth t;
+          t.ahat = [&, view](uint32_t i, uint32_t j) {
+            const size_t row = ((size_t)b * H + h) * N + i;
+            if (!c.full || view == kAllChannels) return r.attn[row * N + j];
+            if (view == kReweighting) return r.reweight[row * N + j];
+            return r.channel_attn[((((size_t)b * H + h) * D + view) * N + i) * N + j];
+          };
+          t.decay = [&, view](uint32_t i, uint32_t j) {
+            if (view == kReweighting) return 1.0;
+            if (view >= 0) return decay(view, i, j);
+            double num = 0, den = 0;  // sum_k w_k e_k / sum_k w_k over the channels' weights
+            for (uint32_t ch = 0; ch < D; ++ch) {
+              const double w = c.full ? r.channel_attn[((((size_t)b * H + h) * D + ch) * N + i) * N + j] : 1.0;
+              num += w * decay((int)ch, i, j);
+              den += w;
+            }
+            return den > 0 ? num / den : 0.0;
+          };
+          const Rect whole{0, N, 0, N}, block{N / 3 + 1, N - 1, N / 5 + 2, 2 * N / 3 + 3};
+          // W's rows do not sum to 1: only the normalised views are checked as whole rows.
+          check_probe_rect(p, t, b, h, whole, probe(f.g, f.w, f.cache, f.ts, b, h, whole, view), tol, 0, view != kReweighting);
+          check_probe_rect(p, t, b, h, block, probe(f.g, f.w, f.cache, f.ts, b, h, block, view), tol, 0, false);
+        }
+  }
+}

@@ -1,6 +1,8 @@
 // config.json parsing: defaults, types, rejected values and unrunnable flag combinations.
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -260,7 +262,8 @@ TEST_CASE("the AFA keys: variant, score covariance, switches, eps and horizon") 
         AfaPrecision::weighted);
   expect_error(cfg("lm", R"("attention_variant": "rwkv")"), {"attention_variant", "\"rwkv\""});
   // The names come from the registered mechanisms, one list for the config and the public name.
-  expect_error(cfg("lm", R"("attention_variant": "RT")"), {"attention_variant", R"(expected "rfa", "afa" or "rt")"});
+  expect_error(cfg("lm", R"("attention_variant": "RT")"),
+               {"attention_variant", R"(expected "rfa", "afa", "afa_full" or "rt")"});
   CHECK(std::string(attention_variant_name(AttentionVariant::rt)) == "RT-RFA");
   CHECK(std::string(attention_variant_name(AttentionVariant::afa)) == "AFA");
   CHECK(std::string(attention_variant_name((AttentionVariant)7)) == "?");
@@ -273,6 +276,21 @@ TEST_CASE("the AFA keys: variant, score covariance, switches, eps and horizon") 
   expect_error(cfg("lm", R"("attention_variant": "afa", "use_inner_residual": true)"), {"use_inner_residual", "AFA"});
   expect_error(cfg("lm", R"("attention_variant": "afa", "phase_source": "accumulated_rope")"), {"phase_source", "AFA"});
   expect_error(cfg("lm", R"("attention_variant": "afa", "stationary_values": false)"), {"stationary_values", "AFA"});
+}
+
+TEST_CASE("full AFA and the tied iterations' keys, read by the AFA mechanisms themselves") {
+  ModelConfig c = expect_ok(cfg("lm", R"("attention_variant": "afa_full", "afa_irls_iterations": 3, "afa_irls_momentum": 0.25)"));
+  CHECK(c.variant == AttentionVariant::afa_full);
+  CHECK(std::string(attention_variant_name(AttentionVariant::afa_full)) == "AFA-full");
+  REQUIRE(c.args_json);
+  CHECK((*c.args_json)["afa_irls_iterations"] == 3);
+  expect_error(cfg("lm", R"("attention_variant": "afa_full", "afa_precision": "weighted")"), {"afa_precision", "per-channel"});
+  expect_error(cfg("lm", R"("attention_variant": "afa", "afa_irls_iterations": 0)"), {"args.afa_irls_iterations", "[1, 16]"});
+  expect_error(cfg("lm", R"("attention_variant": "afa_full", "afa_irls_iterations": 2.5)"), {"afa_irls_iterations", "integer"});
+  expect_error(cfg("lm", R"("attention_variant": "afa", "afa_irls_momentum": 1)"), {"afa_irls_momentum", "[0, 1)"});
+  expect_error(cfg("lm", R"("attention_variant": "afa_full", "afa_irls_momentum": "high")"), {"afa_irls_momentum", "number"});
+  // Other mechanisms ignore the keys (unknown keys are ignored, as a dumped namespace carries many).
+  CHECK(expect_ok(cfg("lm", R"("afa_irls_iterations": 99)")).variant == AttentionVariant::rfa);
 }
 
 TEST_CASE("the RT-RFA keys: covariance, kernel, eps") {

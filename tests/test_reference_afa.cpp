@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "afa_twin_support.hpp"
 #include "cpu_test_support.hpp"
 #include "reference/afa_ref.hpp"
 
@@ -22,6 +23,7 @@ using namespace rfa::ref;
 namespace {
 
 using rfa::test::random_complex;
+using rfa::test::afa_random_params;
 using rfa::test::max_rel_diff;
 
 // Irregular timestamps on a 1/32 grid (every sum and difference exact in double, offsets included).
@@ -34,40 +36,6 @@ std::vector<double> grid_times(int B, int N, uint32_t seed, double offset = 0.0)
 constexpr double kPi = 3.14159265358979323846;
 
 cd cis(double a) { return cd(std::cos(a), std::sin(a)); }
-
-// A layer with varied per-channel parameters: stable conjugate-pair eigenvalues (interleaved),
-// per-channel noise, per-head scales.
-AfaParams make_params(int H, int D, uint32_t seed, bool with_gamma = false) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  AfaParams p;
-  p.heads = H;
-  p.dim = D;
-  std::vector<double> re_half, om_half;
-  for (int x = 0; x < H * D / 2; ++x) {
-    re_half.push_back(-(0.01 + 0.3 * u(rng)));
-    om_half.push_back(-2.0 + 4.0 * u(rng));
-  }
-  REQUIRE(afa_set_conjugate_pairs(&p, re_half, om_half).ok());
-  for (int x = 0; x < H * D; ++x) {
-    p.sigma2.push_back(0.05 + u(rng));
-    p.eta2.push_back(0.1 + u(rng));
-    if (with_gamma) p.gamma2.push_back(0.5 * u(rng));
-    p.delta.push_back(-1.0 + 3.0 * u(rng));
-    p.weight.push_back(0.2 + u(rng));
-  }
-  for (int h = 0; h < H; ++h) {
-    AfaHeadParams hp;
-    hp.nu = 0.5 + 1.5 * u(rng);
-    hp.alpha = 0.5 + u(rng);
-    hp.eps = h % 2 ? 1e-3 : 0.0;
-    hp.pred_dt = 0.3 + u(rng);
-    hp.precision_channel = (h + 1) % D;
-    hp.weight_bias = 0.1 * u(rng);
-    p.head.push_back(hp);
-  }
-  return p;
-}
 
 // The memory-optimised layer in the factorised, rotated-frame form a kernel would use (rotations
 // per token, decays per pair, the residual expanded as |q|^2 + e^2 |k|^2 - 2 e Re(conj(q~) k~)),
@@ -183,17 +151,10 @@ double rope_dot(const std::vector<cd>& a, const std::vector<double>& angle_a, co
 
 TEST_CASE("afa twin: the worked example (D = 1, full AFA equals the memory-optimised form)") {
   // lambda = -0.1 + 1i, sigma2 = 1, eta2 = 0.5, gamma2 = 0, nu = alpha = 1, eps = 0, t = (0, 1).
-  AfaParams p;
-  p.heads = 1;
-  p.dim = 1;
-  p.lambda_re = {-0.1};
-  p.omega = {1.0};
-  p.sigma2 = {1.0};
-  p.eta2 = {0.5};
-  p.head = {AfaHeadParams{}};
-  p.head[0].pred_dt = 1.0;
-  const std::vector<cd> Q = {cd(0.3, -0.7), cd(1, 0)}, K = {cd(0.5, 0.5), cd(1, 0.2)}, V = {cd(1, 0), cd(0, 1)};
-  const std::vector<double> t = {0.0, 1.0};
+  const test::AfaWorkedExample e = test::afa_worked_example(false);
+  const AfaParams& p = e.p;
+  const std::vector<cd>&Q = e.Q, &K = e.K, &V = e.V;
+  const std::vector<double>& t = e.t;
 
   const AfaChannelKernel k1 = afa_channel_kernel(p, 0, 0, 1.0), k0 = afa_channel_kernel(p, 0, 0, 0.0);
   CHECK(k1.cov == doctest::Approx(1.315712).epsilon(1e-6));
@@ -294,8 +255,8 @@ TEST_CASE("afa twin: the damped spiral's prediction step is e^{0.1 A} in the ori
 }
 
 TEST_CASE("afa twin: momentum hand values (critical damping of the second-order iteration)") {
-  // Not built (tied layers and momentum are future work); the hand value and the corrected
-  // discriminant are checked so the contract's numbers are right.
+  // The hand value and the corrected discriminant (the tied iterations' momentum itself:
+  // tests/test_reference_afa_full.cpp).
   const double e = 0.5, g = (std::sqrt(e) - 1.0) * (std::sqrt(e) - 1.0);
   CHECK(g == doctest::Approx(0.085786).epsilon(1e-5));
   CHECK(std::sqrt(g) == doctest::Approx(0.292893).epsilon(1e-6));
@@ -317,7 +278,7 @@ TEST_CASE("afa twin: agrees with the factorised rotated-frame form at every size
           CAPTURE(D);
           CAPTURE(H);
           const uint32_t seed = (uint32_t)(B * 1000 + N * 10 + D + H);
-          AfaParams p = make_params(H, D, seed, (N + D) % 2 == 0);
+          AfaParams p = afa_random_params(H, D, seed, (N + D) % 2 == 0);
           const size_t n = (size_t)B * N * H * D;
           const auto Q = random_complex(n, seed + 1), K = random_complex(n, seed + 2), V = random_complex(n, seed + 3);
           const auto t = grid_times(B, N, seed + 4);
@@ -356,7 +317,7 @@ TEST_CASE("afa twin: agrees with the factorised rotated-frame form at every size
 
 TEST_CASE("afa twin: first position returns V_0, with and without the mix; the prediction is e^{lambda h} V_0") {
   for (int D : {4, 8}) {
-    AfaParams p = make_params(3, D, 77);
+    AfaParams p = afa_random_params(3, D, 77);
     const int B = 2, N = 61;
     const size_t n = (size_t)B * N * 3 * D;
     const auto Q = random_complex(n, 1), K = random_complex(n, 2), V = random_complex(n, 3);
@@ -381,7 +342,7 @@ TEST_CASE("afa twin: first position returns V_0, with and without the mix; the p
 
 TEST_CASE("afa twin: the mix blends the query's own value with the aggregate per channel") {
   const int B = 1, N = 61, H = 3, D = 8;
-  AfaParams p = make_params(H, D, 5);
+  AfaParams p = afa_random_params(H, D, 5);
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 6), K = random_complex(n, 7), V = random_complex(n, 8);
   const auto t = grid_times(B, N, 9);
@@ -406,7 +367,7 @@ TEST_CASE("afa twin: one decay per head reduces to the RFA kernel with kappa = 1
   // aggregate counter-rotated; ou_rate covariance with sigma2 = sum_k sigma2_k, eta2 = sum_k eta2_k,
   // gamma2 = sum_k gamma2_k. The row constant -alpha^2 log nu cancels in the softmax.
   const int B = 2, N = 61, H = 3, D = 8;
-  AfaParams p = make_params(H, D, 11, true);
+  AfaParams p = afa_random_params(H, D, 11, true);
   for (int h = 0; h < H; ++h) {
     p.head[(size_t)h].eps = 0.0;
     for (int k = 0; k < D; ++k) p.lambda_re[(size_t)h * D + k] = -0.05 * (h + 1);
@@ -462,7 +423,7 @@ TEST_CASE("afa twin: equal residuals under a constant precision give weights exa
   // mu = 0 and sigma2 = 0: v^C = sum eta2 at every lag; q = 0 and unit-modulus keys: R2 = D for
   // every key. The row is uniform, its entropy log(i + 1).
   const int N = 61, H = 3, D = 4;
-  AfaParams p = make_params(H, D, 21);
+  AfaParams p = afa_random_params(H, D, 21);
   for (auto& x : p.lambda_re) x = 0.0;
   for (auto& x : p.sigma2) x = 0.0;
   const size_t n = (size_t)N * H * D;
@@ -489,7 +450,7 @@ TEST_CASE("afa twin: zero noise and zero decay is a power kernel of the rotated 
       CAPTURE(D);
       CAPTURE(N);
       const int H = 3;
-      AfaParams p = make_params(H, D, 31);
+      AfaParams p = afa_random_params(H, D, 31);
       for (auto& x : p.sigma2) x = 0.0;
       for (auto& x : p.eta2) x = 0.0;
       for (auto& hp : p.head) hp.eps = 0.0;
@@ -550,7 +511,7 @@ TEST_CASE("afa twin: a large constant noise with matched temperature tends to Ro
   // alpha^2 L = const + beta s + O(beta D^2 / V), so Q -> softmax_j(beta s_ij) as V grows.
   const int N = 61, H = 1, D = 8;
   const double beta = 0.7;
-  AfaParams p = make_params(H, D, 41);
+  AfaParams p = afa_random_params(H, D, 41);
   for (auto& x : p.sigma2) x = 0.0;
   p.unitary = true;
   p.head[0].eps = 0.0;
@@ -602,7 +563,7 @@ TEST_CASE("afa twin: the unitary switch is the general form with zero real parts
       CAPTURE(N);
       CAPTURE(D);
       const int B = 2, H = 3;
-      AfaParams pu = make_params(H, D, 51);
+      AfaParams pu = afa_random_params(H, D, 51);
       pu.unitary = true;
       pu.mix = true;
       AfaParams pg = pu;
@@ -645,7 +606,7 @@ TEST_CASE("afa twin: decode steps equal the prefill, position by position") {
         CAPTURE(D);
         CAPTURE(H);
         const int B = 2;
-        AfaParams p = make_params(H, D, (uint32_t)(N + D + H), true);
+        AfaParams p = afa_random_params(H, D, (uint32_t)(N + D + H), true);
         p.mix = true;
         p.precision = H == 3 ? AfaPrecision::weighted : AfaPrecision::channel_sum;
         const size_t n = (size_t)B * N * H * D;
@@ -684,7 +645,7 @@ TEST_CASE("afa twin: decode steps equal the prefill, position by position") {
 
 TEST_CASE("afa twin: uniform and irregular timestamps; only lags in the units of lambda matter") {
   const int B = 2, N = 61, H = 3, D = 8;
-  AfaParams p = make_params(H, D, 71, true);
+  AfaParams p = afa_random_params(H, D, 71, true);
   p.mix = true;
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 72), K = random_complex(n, 73), V = random_complex(n, 74);
@@ -739,7 +700,7 @@ TEST_CASE("afa twin: uniform and irregular timestamps; only lags in the units of
 
 TEST_CASE("afa twin: timestamps near 1e6 give the results of timestamps near 0; no factorised overflow") {
   const int B = 2, N = 127, H = 3, D = 4;
-  AfaParams p = make_params(H, D, 81, true);
+  AfaParams p = afa_random_params(H, D, 81, true);
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 82), K = random_complex(n, 83), V = random_complex(n, 84);
   // On a 1/32 grid the shifted lags are the same doubles: the results are identical.
@@ -760,7 +721,7 @@ TEST_CASE("afa twin: timestamps near 1e6 give the results of timestamps near 0; 
 
   // mu = 0.1 at t up to 1e4: the thesis's factorisation e^{lambda t_i} (e^{-lambda t_j} z) is
   // inf * 0 in double; the twin forms e^{lambda (t_i - t_j)} from the lag and stays finite.
-  AfaParams q1 = make_params(1, 4, 86);
+  AfaParams q1 = afa_random_params(1, 4, 86);
   for (auto& x : q1.lambda_re) x = -0.1;
   std::vector<double> tl((size_t)N);
   for (int i = 0; i < N; ++i) tl[(size_t)i] = 1e4 - 2.0 * (N - 1 - i);
@@ -778,7 +739,7 @@ TEST_CASE("afa twin: timestamps near 1e6 give the results of timestamps near 0; 
 }
 
 TEST_CASE("afa twin: keys that match the query exactly under zero noise take the whole row, no NaN") {
-  AfaParams p = make_params(1, 4, 91);
+  AfaParams p = afa_random_params(1, 4, 91);
   for (auto& x : p.sigma2) x = 0.0;
   for (auto& x : p.eta2) x = 0.0;
   p.head[0].eps = 0.0;
@@ -799,7 +760,7 @@ TEST_CASE("afa twin: precision sources relate as defined") {
   const auto Q = random_complex(n, 101), K = random_complex(n, 102), V = random_complex(n, 103);
   const auto t = grid_times(B, N, 104);
   // Identical channels: one channel's covariance with nu D is the channel sum with nu.
-  AfaParams p = make_params(H, D, 105);
+  AfaParams p = afa_random_params(H, D, 105);
   for (int h = 0; h < H; ++h)
     for (int k = 0; k < D; ++k) {
       const size_t x = (size_t)h * D + k, y = (size_t)h * D;
@@ -813,7 +774,7 @@ TEST_CASE("afa twin: precision sources relate as defined") {
   for (auto& hp : p1.head) hp.nu *= D;
   CHECK(max_rel_diff(run(p1, B, N, Q, K, V, t).est, sum.est) < 1e-13);
   // Weighted: v^C = 1 / (sum_k w_k / cov_k + b).
-  AfaParams pw = make_params(H, D, 106, true);
+  AfaParams pw = afa_random_params(H, D, 106, true);
   pw.precision = AfaPrecision::weighted;
   // A zero weight drops its channel, even a noiseless one (precision +inf: no 0 * inf).
   pw.weight[1] = 0.0;
@@ -829,7 +790,7 @@ TEST_CASE("afa twin: precision sources relate as defined") {
   pw.weight[1] = 0.5;
   CHECK(afa_score_variance(pw, 0, 0.3) == 0.0);
   // D = 1, w = 1, b = 0: the weighted and summed sources coincide.
-  AfaParams one = make_params(1, 2, 107);
+  AfaParams one = afa_random_params(1, 2, 107);
   one.dim = 1;
   for (auto* v : {&one.lambda_re, &one.omega, &one.sigma2, &one.eta2, &one.delta, &one.weight}) v->resize(1);
   one.weight[0] = 1.0;
@@ -845,7 +806,7 @@ TEST_CASE("afa twin: conjugate-symmetric inputs give conjugate-symmetric estimat
   // With interleaved conjugate pairs and pair-symmetric noise, channel 2m+1 holding conj(channel 2m)
   // in Q, K and V keeps the estimate conjugate-symmetric: the real output W_P maps it to is exact.
   const int N = 61, H = 3, D = 8;
-  AfaParams p = make_params(H, D, 111);
+  AfaParams p = afa_random_params(H, D, 111);
   p.mix = true;
   for (int h = 0; h < H; ++h)
     for (int m = 0; m < D / 2; ++m)
@@ -862,7 +823,7 @@ TEST_CASE("afa twin: conjugate-symmetric inputs give conjugate-symmetric estimat
 
 TEST_CASE("afa twin: diagnostics") {
   const int B = 2, N = 61, H = 3, D = 4;
-  AfaParams p = make_params(H, D, 121, true);
+  AfaParams p = afa_random_params(H, D, 121, true);
   p.mix = true;
   // Channel 0 of head 0 Brownian, channel 1 integrative (eta2 > sigma2 / (2 mu)), channel 2 diffusive.
   p.lambda_re[0] = 0.0;
@@ -938,7 +899,7 @@ TEST_CASE("afa twin: diagnostics") {
 
 TEST_CASE("afa twin: bad inputs give errors that name the field") {
   const int B = 2, N = 5, H = 2, D = 4;
-  const AfaParams good = make_params(H, D, 131);
+  const AfaParams good = afa_random_params(H, D, 131);
   const size_t n = (size_t)B * N * H * D;
   const auto Q = random_complex(n, 132), K = random_complex(n, 133), V = random_complex(n, 134);
   const auto t = grid_times(B, N, 135);
@@ -1012,7 +973,7 @@ TEST_CASE("afa twin: bad inputs give errors that name the field") {
   CHECK(contains(afa_decode_step(good, &ds, nullptr, &K[0], &V[0], 6.0, &so), "q is null"));
   const double neg = -1.0;
   CHECK(contains(afa_decode_step(good, &ds, &Q[0], &K[0], &V[0], 6.0, &so, &neg), "horizon"));
-  AfaParams other = make_params(H, 8, 136);
+  AfaParams other = afa_random_params(H, 8, 136);
   CHECK(contains(afa_decode_step(other, &ds, &Q[0], &K[0], &V[0], 6.0, &so), "afa_decode_reset"));
 
   AfaParams odd;

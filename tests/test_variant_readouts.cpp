@@ -36,8 +36,10 @@ struct Twin {
   const AttentionParams& p;
   const Inputs& in;
   int window;
+  int view;  // AFA layers: kAllChannels, kReweighting or a channel (docs/variant-afa-full.md §5)
   std::vector<ref::cd> Q, K, V;
-  Twin(const AttentionParams& p_, const Inputs& in_, int window_) : p(p_), in(in_), window(window_) {
+  Twin(const AttentionParams& p_, const Inputs& in_, int window_, int view_ = kAllChannels)
+      : p(p_), in(in_), window(window_), view(view_) {
     const int rows = in.B * in.N;
     Q = ref::split_complex(to_double(in.q), rows, p.heads, p.dim);
     K = ref::split_complex(to_double(in.k), rows, p.heads, p.dim);
@@ -45,8 +47,8 @@ struct Twin {
   }
   ref::ReadoutRow row(int b, int h, int i) const {
     ref::ReadoutRow r;
-    const Status s = p.variant == AttentionVariant::afa
-                         ? ref::afa_readout_row(ref::afa_twin_params(p), in.B, in.N, Q, K, in.t, window, b, h, i, &r)
+    const Status s = p.variant != AttentionVariant::rt
+                         ? ref::afa_readout_row(ref::afa_twin_params(p), in.B, in.N, Q, K, in.t, window, b, h, i, &r, view)
                          : ref::rt_readout_row(ref::rt_twin_params(p), in.B, in.N, Q, K, V, in.t, window, b, h, i, &r);
     REQUIRE_MESSAGE(s.ok(), s.to_string());
     return r;
@@ -60,7 +62,8 @@ struct Readouts {
 };
 
 Readouts gpu_readouts(gpu::Context& g, const ops::AttentionWeightsGpu& w, const ops::AttentionCache& cache,
-                      const gpu::Buffer& ts, uint32_t b, uint32_t h, const Rect& rc, float alpha, bool decayed) {
+                      const gpu::Buffer& ts, uint32_t b, uint32_t h, const Rect& rc, float alpha, bool decayed,
+                      int view = kAllChannels) {
   const uint32_t rows = rc.r1 - rc.r0;
   const size_t stride = ops::kTomographyRowStride;
   // NaN-filled: every value the dispatches should write must be written.
@@ -70,11 +73,12 @@ Readouts gpu_readouts(gpu::Context& g, const ops::AttentionWeightsGpu& w, const 
   const float thr[4] = {(float)kThr[0], (float)kThr[1], (float)kThr[2], (float)kThr[3]};
   gpu::Recorder rec(g);
   REQUIRE(rec.begin().ok());
-  Status s = ops::record_rfa_row_diagnostics(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, thr, diag);
+  Status s = ops::record_rfa_row_diagnostics(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, thr, diag, view);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
-  s = ops::record_rfa_tomography_rows(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, alpha, tomo);
+  s = ops::record_rfa_tomography_rows(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, alpha, tomo, view);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
-  s = ops::record_rfa_tomography_matrix(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, rc.c0, rc.c1, alpha, decayed, tomo, P);
+  s = ops::record_rfa_tomography_matrix(g, rec, w, cache, ts, b, h, rc.r0, rc.r1, rc.c0, rc.c1, alpha, decayed, tomo, P,
+                                        view);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
   REQUIRE(rec.submit_and_wait().ok());
   Readouts r{std::vector<float>((size_t)rows * 8), std::vector<float>((size_t)rows * stride),
@@ -143,7 +147,7 @@ struct Case {
 
 // A layer run through a full cache in calls of `chunk`, its readouts over the whole square and an
 // off-tile block crossing the diagonal, at alpha = 1 and another temperature, decayed and not.
-void check_layer(const AttentionParams& p, const Case& c, uint32_t seed) {
+void check_layer(const AttentionParams& p, const Case& c, uint32_t seed, int view = kAllChannels) {
   CAPTURE(c.B);
   CAPTURE(c.H);
   CAPTURE(c.D);
@@ -152,7 +156,7 @@ void check_layer(const AttentionParams& p, const Case& c, uint32_t seed) {
   CAPTURE(c.times);
   CAPTURE(c.kv_f16);
   const Inputs in = make_inputs(p, c.B, c.N, seed, c.times);
-  const Twin twin(p, in, 0);
+  const Twin twin(p, in, 0, view);
   AttentionPath ap;
   ap.kv_f16 = c.kv_f16;
   ap.lag_table = false;
@@ -163,11 +167,11 @@ void check_layer(const AttentionParams& p, const Case& c, uint32_t seed) {
   const double tol = c.kv_f16 ? kTolF16 : 2e-4;
   for (uint32_t b = 0; b < (uint32_t)c.B; ++b)
     for (uint32_t h = 0; h < (uint32_t)c.H; ++h) {
-      check_readouts(twin, gpu_readouts(f.g, f.w, f.cache, f.ts, b, h, whole, 1.0f, false), b, h, whole, 1.0, false,
-                     tol);
+      check_readouts(twin, gpu_readouts(f.g, f.w, f.cache, f.ts, b, h, whole, 1.0f, false, view), b, h, whole, 1.0,
+                     false, tol);
       if (block.r1 > block.r0 && block.c1 > block.c0)
-        check_readouts(twin, gpu_readouts(f.g, f.w, f.cache, f.ts, b, h, block, 2.5f, true), b, h, block, 2.5, true,
-                       tol);
+        check_readouts(twin, gpu_readouts(f.g, f.w, f.cache, f.ts, b, h, block, 2.5f, true, view), b, h, block, 2.5,
+                       true, tol);
     }
 }
 
@@ -188,6 +192,52 @@ TEST_CASE("AFA heads: row diagnostics and tomography rows equal the readout twin
       std::mt19937 rng(700 + (uint32_t)k);
       check_layer(make_afa_params(c.H, c.D, rng, prec, unitary, k % 2 == 1, causal), c, 800 + (uint32_t)k);
     }
+}
+
+TEST_CASE("full AFA heads and AFA's views: row diagnostics and tomography rows equal the readout twin") {
+  // Full AFA (docs/variant-afa-full.md §5): the channel mean, a channel and another of the per-channel
+  // weights Q_k, unitary and causal on and off, a tied layer (its readouts are its first pass's);
+  // the memory-optimised form in a channel view (its A is the softmax times that channel's decay).
+  struct ViewCase {
+    bool full;
+    int view;
+    bool unitary, causal;
+    int iterations;
+  } cases[] = {{true, kAllChannels, false, true, 1}, {true, 0, true, true, 1},     {true, 3, false, false, 1},
+               {true, kAllChannels, false, true, 2}, {false, 2, false, true, 1}};
+  int k = 0;
+  for (const ViewCase& v : cases) {
+    CAPTURE(v.full);
+    CAPTURE(v.view);
+    CAPTURE(v.unitary);
+    CAPTURE(v.causal);
+    CAPTURE(v.iterations);
+    const Case& c = kCases[(size_t)(k + 2) % (sizeof kCases / sizeof kCases[0])];
+    std::mt19937 rng(1200 + (uint32_t)k);
+    AttentionParams p = make_afa_params(c.H, c.D, rng, AfaPrecision::channel_sum, v.unitary, k % 2 == 1, v.causal);
+    if (v.full) p.variant = AttentionVariant::afa_full;
+    p.afa.irls_iterations = v.iterations;
+    check_layer(p, c, 1300 + (uint32_t)k, std::min(v.view, c.D - 1));
+    ++k;
+  }
+  // The reweighting map is not normalised: row diagnostics refuse it, naming it.
+  std::mt19937 rng(3);
+  AttentionParams p = make_afa_params(2, 4, rng);
+  p.variant = AttentionVariant::afa_full;
+  const Inputs in = make_inputs(p, 1, 6, 4, 0);
+  Fixture f(p, in);
+  f.run(6);
+  gpu::Buffer out = test::zeros(64);
+  const float thr[4] = {1, 2, 3, 4};
+  gpu::Recorder rec(f.g);
+  REQUIRE(rec.begin().ok());
+  const Status s = ops::record_rfa_row_diagnostics(f.g, rec, f.w, f.cache, f.ts, 0, 0, 0, 6, thr, out, kReweighting);
+  CHECK(s.code() == Code::invalid_argument);
+  CHECK(s.message().find("reweighting") != std::string::npos);
+  const Status v = ops::record_rfa_row_diagnostics(f.g, rec, f.w, f.cache, f.ts, 0, 0, 0, 6, thr, out, 4);
+  CHECK(v.code() == Code::invalid_argument);
+  CHECK(v.message().find("view 4") != std::string::npos);
+  REQUIRE(rec.submit_and_wait().ok());
 }
 
 TEST_CASE("RT-RFA heads: row diagnostics and tomography rows equal the readout twin over every switch") {

@@ -117,15 +117,6 @@ Expected expected(const Model& m, const std::vector<float>& xf, int N, const std
   return e;
 }
 
-std::shared_ptr<Model> variant_model(const AttentionParams& p, int d_e, uint32_t seed) {
-  const int w = 2 * p.heads * p.dim;
-  auto m = attention_model(d_e, p, random_values((size_t)w * d_e, seed), random_values((size_t)w * d_e, seed + 1),
-                           random_values((size_t)w * d_e, seed + 2), random_values((size_t)d_e * w, seed + 3));
-  // Projections of unit-variance tokens through N(0, 1) weights: scale them to keep logits of order one.
-  for (auto* l : {&m->single.wq, &m->single.wk, &m->single.wv})
-    for (float& v : l->weight.data) v *= 0.3f;
-  return m;
-}
 
 }  // namespace
 

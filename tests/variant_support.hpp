@@ -90,6 +90,20 @@ inline void check_fused_against(const AttentionParams& p, const Inputs& in, int 
   CHECK_CLOSE_VEC(lse, want_lse, tol * 10, tol);
 }
 
+// An AFA layer (either form) at long context: t up to ~1.2e4 with decays above 0.1, where the thesis's
+// factorised transport e^{mu t_i} e^{-mu t_j} overflows float (and double past mu t ~ 709) and would
+// give inf * 0; the GPU's per-pair decays from the lag stay finite and equal the twin's.
+inline void check_afa_long_context(AttentionParams p) {
+  for (double& mu : p.afa.mu) mu = mu > 0 ? 0.1 + mu : 0.0;
+  Inputs in = make_inputs(p, 1, 1500, 33, 0);
+  for (int i = 0; i < in.N; ++i) in.t.push_back(8.0 * i);
+  const ref::AfaOutputs r = afa_twin(p, in);
+  Fixture f(p, in);
+  const GpuRun g = f.run(700);
+  for (float x : g.out) REQUIRE(std::isfinite(x));
+  CHECK_CLOSE_VEC(g.out, ref::pack_complex(r.est, in.N, p.heads, p.dim), kTol, kTol);
+}
+
 // What the probe of (b, h) should read, from a variant's twin.
 struct ProbeTruth {
   std::function<double(uint32_t i, uint32_t j)> ahat;   // the twin's softmax weight

@@ -69,6 +69,12 @@ void check_model(const Zoo& z, const fs::path& dir, int W, int H) {
                                 "Kernels of the layer (current lags)", "Regimes (docs/math.md, section 5)",
                                 "Selected query row", "Timings (GPU ms)", "Attention tomography (Laplace-Radon)"};
   if (z.signal) want.insert("Signal: trajectory and error");
+  // An AFA model's filter panel (eigenvalues, per-channel kernels, iterations) takes the kernels' place.
+  const bool afa = std::string(z.mechanism).rfind("AFA", 0) == 0;
+  if (afa) {
+    want.erase("Kernels of the layer (current lags)");
+    want.insert("AFA filter");
+  }
   std::vector<json> panels;
   std::set<std::string> seen;
   for (const json& p : j["panels"]) {
@@ -100,7 +106,23 @@ void check_model(const Zoo& z, const fs::path& dir, int W, int H) {
     EXPECT(t["fits"].get<bool>(), "%s: table '%s' cuts its columns or rows (overflow %s)", z.name,
            t["name"].get<std::string>().c_str(), t["overflow"].dump().c_str());
   }
-  EXPECT(tables.count("regimes") && tables.count("kernels"), "%s: the regimes or kernels table is missing", z.name);
+  EXPECT(tables.count("regimes") && (afa || tables.count("kernels")), "%s: the regimes or kernels table is missing", z.name);
+
+  // An AFA model's filter panel: the selected head's eigenvalues (one per channel) beside the
+  // spiral's true pair, its channel maps, a finite basis consistency and, with tied iterations, the
+  // mean change of every pass.
+  if (afa) {
+    const json& a = j["afa"];
+    EXPECT(a.is_object(), "%s: no AFA panel readout", z.name);
+    if (a.is_object()) {
+      EXPECT(a["eigenvalues"].size() == (size_t)a["channels"].get<int>() && a["true_eigenvalues"].size() == 2 &&
+                 a["kernels"] == true && finite(a["basis_consistency"]),
+             "%s: AFA panel %s", z.name, a.dump().c_str());
+      EXPECT(a["mean_change"].size() == (size_t)(a["iterations"].get<int>() > 1 ? a["iterations"].get<int>() : 0),
+             "%s: AFA panel's iterations %s", z.name, a.dump().c_str());
+      for (const json& c : a["mean_change"]) EXPECT(finite(c), "%s: AFA panel's change %s", z.name, a.dump().c_str());
+    }
+  }
 
   // No panel reports an error.
   EXPECT(j["status"] == "", "%s: status line '%s'", z.name, j["status"].get<std::string>().c_str());

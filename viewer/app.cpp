@@ -47,6 +47,11 @@ rfa::AttentionVariant App::variant() const {
   return model_ ? rfa::layer_params(*model_, layer_).variant : rfa::AttentionVariant::rfa;
 }
 
+bool App::is_afa() const {
+  const rfa::AttentionVariant v = variant();
+  return v == rfa::AttentionVariant::afa || v == rfa::AttentionVariant::afa_full;
+}
+
 bool App::causal() const { return !model_ || rfa::layer_params(*model_, layer_).sw.causal; }
 
 std::string App::open_model(const std::string& dir) {
@@ -281,6 +286,7 @@ const Layout& App::layout(bool* force) {
     in.signal = model_ && !is_lm();
     in.windowed = session_ && session_->window() > 0;
     in.heads = std::max(info_.heads, 1);
+    in.afa = model_ && is_afa();
     in.table_rows = std::max((int)heads_.size(), 1);
     in.model_extra = model_extra_;
     layout_ = compute_layout(d.x, d.y, in);
@@ -314,6 +320,8 @@ void App::render_maps() {
   r.c0 = o + window(center_[0]);
   r.c1 = std::min(r.c0 + span, o + E);
   r.decayed = opt_.decayed;
+  // The channel view belongs to AFA layers; other mechanisms have the ordinary weights only.
+  r.channel = is_afa() ? std::clamp(opt_.channel, rfa::kReweighting, info_.head_dim - 1) : rfa::kAllChannels;
   r.log_scale = opt_.log_scale;
   r.vmax = (float)opt_.vmax;
   r.decades = (float)opt_.decades;
@@ -395,6 +403,7 @@ std::string App::dump_json() const {
   o << ",\n  \"hover_readout\": ";
   strings(readout_);
   o << ",\n  \"status\": " << json_string(status_.empty() ? error_ : status_);
+  o << ",\n  \"channel\": " << req_.channel << ",\n  \"afa\": " << afa_.json();
   o << ",\n  \"diagnostics\": " << diag_.json() << ",\n  \"selected_row\": " << row_json_ << ",\n  "
     << audit_.json() << "\n}\n";
   return o.str();

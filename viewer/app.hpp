@@ -10,6 +10,7 @@
 
 #include "image_quad.hpp"
 #include "layout.hpp"
+#include "panel_afa.hpp"
 #include "panel_diagnostics.hpp"
 #include "rfa/heatmap.hpp"
 #include "rfa/session.hpp"
@@ -30,6 +31,7 @@ struct Options {
   uint64_t seed = 2026;
   double diagnostics_alpha = 1.0;  // the tomography panel's starting temperature
   int hover_i = -1, hover_j = -1;  // --hover I,J: hold the mouse over map cell (I, J) (scripted screenshots)
+  int channel = -1;  // --channel: an AFA layer's map view (rfa::kAllChannels, kReweighting or a channel)
 };
 
 // One streamed position, for the readouts and the trajectory panel.
@@ -132,6 +134,8 @@ class App {
   std::vector<std::string> readout_; // the hover readout's lines (last frame)
   std::mt19937_64 rng_{7};  // the draws of the LM sampler (rfa::Sampler::pick)
   DiagnosticsPanel diag_;  // the attention tomography panel (panel_diagnostics.cpp)
+  AfaPanel afa_;           // the AFA filter panel (panel_afa.cpp)
+  bool is_afa() const;     // the selected layer is AFA (either form)
   Layout layout_;
   float layout_size_[2] = {0, 0};  // the display size the layout was made for
   float model_extra_ = 0;          // the controls panel's missing room, measured (layout.hpp)

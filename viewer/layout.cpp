@@ -54,9 +54,11 @@ Layout compute_layout(float W, float H, const LayoutInputs& in) {
   L.heads = {x_right, y, right_w, heads_h};
   y += heads_h + kGap;
   const float rest = kMargin + top - y - (in.signal ? 2 : 1) * kGap;
-  const float k_share = in.signal ? 0.38f : 0.55f, r_share = in.signal ? 0.30f : 0.45f;
-  L.kernels = {x_right, y, right_w, rest * k_share};
-  y += L.kernels.h + kGap;
+  // An AFA model's filter panel (eigenvalues, its channels' kernels, the iterations) takes the
+  // kernels' place and a little more.
+  const float k_share = in.signal ? (in.afa ? 0.43f : 0.38f) : 0.55f, r_share = in.signal ? (in.afa ? 0.27f : 0.30f) : 0.45f;
+  (in.afa ? L.afa : L.kernels) = {x_right, y, right_w, rest * k_share};
+  y += rest * k_share + kGap;
   L.row = {x_right, y, right_w, rest * r_share};
   y += L.row.h + kGap;
   L.trajectory = {x_right, y, right_w, in.signal ? kMargin + top - y : 0.0f};

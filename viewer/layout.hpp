@@ -27,12 +27,13 @@ struct LayoutInputs {
   bool signal = false;    // the trajectory panel is shown
   bool windowed = false;  // the sliding-window panel is shown
   int heads = 1;          // per layer (thumbnails, kernel rows)
+  bool afa = false;       // AFA layers: the AFA filter panel in the kernels' place
   int table_rows = 1;     // rows of the regimes table (heads of every layer)
   float model_extra = 0;  // room the controls panel lacked last time it was drawn (wrapped lines, a status)
 };
 
 struct Layout {
-  PanelRect model, timings, window, tomography, map, regimes, heads, kernels, row, trajectory;
+  PanelRect model, timings, window, tomography, map, regimes, heads, kernels, afa, row, trajectory;
   float thumb = 96;  // the side of a head thumbnail on screen
   int thumbs_per_row = 5;
 };

@@ -49,6 +49,8 @@ const char* kUsage =
     "  --print-timings      per frame: GPU ms of inference, probes and colour maps\n"
     "  --diagnostics-alpha A  the attention tomography panel's starting temperature (default 1)\n"
     "  --hover I,J          hold the mouse over map cell (I, J): its readout and highlighted tokens\n"
+    "  --channel C          AFA layers: the map's view: C >= 0 that channel's weights, -1 their mean, -2 the\n"
+    "                       reweighting map (docs/variant-afa-full.md, section 5)\n"
     "RFA_VALIDATION=1 turns the Khronos validation layer on; any warning or error makes the exit code 1.\n";
 
 bool parse(int argc, char** argv, Options& o) {
@@ -89,6 +91,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--print-timings") o.print_timings = true;
     else if (a == "--no-generate") o.generate = false;
     else if (a == "--diagnostics-alpha") o.diagnostics_alpha = std::atof(val());
+    else if (a == "--channel") o.channel = std::atoi(val());
     else if (a == "--hover") {
       if (std::sscanf(val(), "%d,%d", &o.hover_i, &o.hover_j) != 2 || o.hover_i < 0 || o.hover_j < 0) {
         std::fprintf(stderr, "rfa-viewer: --hover expects I,J (a map cell)\n");

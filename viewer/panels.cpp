@@ -209,6 +209,20 @@ struct Panels {
     if (ImGui::SliderFloat("decades", &dec, 1.0f, 8.0f, "%.1f")) a.opt_.decades = dec, changed = true;
     ImGui::SameLine();
     if (ImGui::Button("Fit")) a.zoom_ = 1, a.center_[0] = a.center_[1] = 0.5f, changed = true;
+    if (a.is_afa()) {
+      // AFA's views (docs/variant-afa-full.md §5): -1 the channel mean, -2 the reweighting map, c >= 0 a
+      // channel's own weights (full AFA: Q_c).
+      int ch = a.opt_.channel;
+      ImGui::SetNextItemWidth(90);
+      if (ImGui::InputInt("channel", &ch)) {
+        a.opt_.channel = std::clamp(ch, rfa::kReweighting, a.info_.head_dim - 1);
+        changed = true;
+      }
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s", a.opt_.channel == rfa::kAllChannels ? "(mean of channels)"
+                                : a.opt_.channel == rfa::kReweighting ? "(reweighting map W)"
+                                                                      : "(that channel's weights)");
+    }
     if (layer != a.layer_ || head != a.head_) {
       a.layer_ = layer;
       a.head_ = head;
@@ -266,7 +280,10 @@ struct Panels {
     a.center_[0] = std::clamp(a.center_[0], 0.0f, 1.0f);
     a.center_[1] = std::clamp(a.center_[1], 0.0f, 1.0f);
     ImGui::SetCursorScreenPos({c.x, p1.y + ImGui::GetStyle().ItemSpacing.y});
-    ImGui::Text("rows %d..%d, keys %d..%d (%s, %s scale)", r.r0, r.r1 - 1, r.c0, r.c1 - 1, r.decayed ? "A" : "Ahat",
+    ImGui::Text("rows %d..%d, keys %d..%d (%s%s, %s scale)", r.r0, r.r1 - 1, r.c0, r.c1 - 1, r.decayed ? "A" : "Ahat",
+                r.channel == rfa::kAllChannels ? ""
+                : r.channel == rfa::kReweighting ? " of W"
+                                                 : (" of channel " + std::to_string(r.channel)).c_str(),
                 r.log_scale ? "log" : "linear");
     ImGui::TextDisabled("wheel: zoom, drag: pan, click: select a row");
     end();
@@ -302,13 +319,20 @@ struct Panels {
       }
     } else {
       // AFA and RT-RFA heads: their weights from their own probes (a 1 x 1 rectangle each).
-      auto ahat = rfa::Inspector(*a.session_).attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, false);
-      auto am = rfa::Inspector(*a.session_).attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, true);
+      auto ahat = rfa::Inspector(*a.session_).attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, false, a.req_.channel);
+      auto am = rfa::Inspector(*a.session_).attention(a.layer_, a.head_, 0, i, i + 1, j, j + 1, true, a.req_.channel);
       const auto ts = rfa::Inspector(*a.session_).timestamps(0);
       const int o = a.session_->oldest_position();
       say(false, "lag = %.4g", ts[(size_t)(i - o)] - ts[(size_t)(j - o)]);
       if (!ahat || !am) {
         say(true, "%s", (!ahat ? ahat.status() : am.status()).message().c_str());
+      } else if (a.is_afa() && a.req_.channel != rfa::kAllChannels) {
+        say(false, "Ahat = %.5g   A = %.5g", (*ahat)[0], (*am)[0]);
+        say(true, "AFA, view %d: %s (docs/variant-afa-full.md, section 5)", a.req_.channel,
+            a.req_.channel == rfa::kReweighting ? "the reweighting map W, A = W" : "the channel's weight and its decayed weight");
+      } else if (a.variant() == rfa::AttentionVariant::afa_full) {
+        say(false, "Ahat = (1/D) sum_k Q_k = %.5g   A = (1/D) sum_k Q_k e_k = %.5g", (*ahat)[0], (*am)[0]);
+        say(true, "full AFA: the channel mean of the per-channel weights (docs/variant-afa-full.md, section 5)");
       } else if (a.variant() == rfa::AttentionVariant::afa) {
         say(false, "Ahat = %.5g   A = Ahat (1/D) sum_k e^{-mu_k lag} = %.5g", (*ahat)[0], (*am)[0]);
         say(true, "AFA: the weight and its channel-mean decayed mass (docs/variant-afa.md, section 11)");
@@ -350,25 +374,20 @@ struct Panels {
     std::vector<double> lags((size_t)n);
     auto ts = rfa::Inspector(*a.session_).timestamps(0);
     for (int k = 0; k < n; ++k) lags[(size_t)k] = (int)ts.size() >= n ? ts.back() - ts[(size_t)(n - 1 - k)] : k;
-    const rfa::AttentionVariant v = a.variant();
-    const char* cols[4] = {"E(lag)", "Vcov(lag)", "P(lag)", "B(lag)"};
-    const char* what = "decay, covariance, precision, bias";
-    if (v == rfa::AttentionVariant::afa) {
-      cols[0] = "mean decay", cols[1] = "v^C(lag)", cols[2] = "1/(nu v^C)", cols[3] = "logit, R2 = 0";
-      what = "channel-mean decay, score covariance, precision, zero-residual logit";
-    } else if (v == rfa::AttentionVariant::rt) {
-      cols[0] = "e^{-mu lag}", cols[1] = "S(lag)", cols[2] = "P(lag), m = 1", cols[3] = "beta_s log P";
-      what = "magnitude decay, tangential covariance, precision, its logit";
-    }
+    // What the four curves are: the layer's mechanism names them (KernelCurves::names, what).
+    auto named = rfa::head_curves(*a.model_, a.layer_, 0, {0.0});
+    std::vector<std::string> cols = named && named->names.size() == 4 ? named->names
+                                                                    : std::vector<std::string>{"E", "Vcov", "P", "B"};
+    const std::string what = named ? named->what : "";
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("lag 0 .. %.4g; per head: %s", lags.back(), what);
+    ImGui::TextWrapped("lag 0 .. %.4g; per head: %s", lags.back(), what.c_str());
     ImGui::PopStyleColor();
     // Each head's row of plots shares the room left below the header.
     const float header = ImGui::GetTextLineHeightWithSpacing() + 6;
     const float row_h = std::max(14.0f, (ImGui::GetContentRegionAvail().y - header) / std::max(a.info_.heads, 1) - 6);
     if (ImGui::BeginTable("kern", 5, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingStretchProp)) {
       ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed);
-      for (const char* c : cols) ImGui::TableSetupColumn(c, ImGuiTableColumnFlags_WidthStretch, 1.0f);
+      for (const std::string& c : cols) ImGui::TableSetupColumn(c.c_str(), ImGuiTableColumnFlags_WidthStretch, 1.0f);
       ImGui::TableHeadersRow();
       for (int h = 0; h < a.info_.heads; ++h) {
         auto cv = rfa::head_curves(*a.model_, a.layer_, h, lags);  // host, double: no GPU round trip
@@ -549,11 +568,12 @@ void App::draw(ImageQuads& quads) {
   if (!session_ || !map_) return;
   p.map_panel();
   p.thumbnails();
-  p.kernels();
+  if (!is_afa()) p.kernels();  // an AFA layer's kernels are in its filter panel, per channel
   p.regimes();
   p.row_panel();
   p.trajectory();
   p.timings();
+  afa_.draw(*model_, *session_, layer_, head_, spiral_ && !is_lm() ? spiral_->interval : 0.0, L.afa, force, audit_);
   diag_.draw(*session_, layer_, head_, req_, L.tomography, force, audit_);
   // The controls panel holds lines that wrap and a status that comes and goes: when they did not
   // fit, the next frame's layout gives it the room (and takes it from the tomography below).

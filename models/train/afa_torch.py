@@ -22,6 +22,18 @@ channel of Q and K is projected to unit modulus (z / |z|, a zero channel stays z
 The per-pair work is done per block of query rows (cache-sized tensors, channel-major
 [B, H, D, rows, keys]); a causal block skips the keys after its last row. Training memory (the
 autograd tensors of every block) is O(B H N^2 D): meant for the small models of models/train.
+
+Full (anisotropic) AFA (docs/variant-afa-full.md, attention_variant="afa_full"): the same parameters,
+per-channel weights and normalisers instead of one softmax:
+
+    P_k(l) = 1 / (cov_k(l) + eps),  r_k = T_k(l) K_jk - Q_ik,  D2_ij = sum_k P_k |r_k|^2
+    W_ij = (1 + D2_ij / nu)^(-alpha^2)              (the thesis's 1 / (1 + D2) at nu = alpha = 1)
+    Q_k,ij = W_ij P_k(l_ij) / sum_{j'} W_ij' P_k(l_ij'),   Zbar_ik = sum_j Q_k,ij T_k(l_ij) V_jk
+
+Tied iterations (IRLS, afa_irls_iterations = n >= 1, optional afa_irls_momentum g), either form:
+z1 = V, z2 = mix(z1, AFA(Q, K, V)), z_{k+1} = mix(z_k, AFA(z_k, z_k, z_k)) + g (z_k - z_{k-1}) for
+k = 2..n, then the prediction of z_{n+1}; mix(a, b) = (1 - gate) a + gate b, gate = sigmoid(delta_k)
+with afa_mix, else 1.
 """
 import math
 
@@ -32,6 +44,7 @@ import torch.nn.functional as F
 from rfa_torch import causal_mask, init_complex_projections, init_variant_layer, inv_softplus
 
 AFA_PRECISIONS = ("channel_sum", "one_channel", "weighted")
+AFA_VARIANTS = ("afa", "afa_full")
 
 # Decay range of the initialisation: RFA's log-linear per-head decays (rfa_torch.log_linear_decays),
 # spread here over every conjugate pair of every head.
@@ -68,8 +81,16 @@ class MultiheadAFA(nn.Module):
                 raise ValueError("afa_eps must be >= 0")
             if getattr(a, "afa_pred_dt", 1.0) < 0:
                 raise ValueError("afa_pred_dt must be >= 0")
+            if getattr(a, "attention_variant", "afa") == "afa_full" and prec != "channel_sum":
+                raise ValueError("afa_precision: the full form has per-channel precisions (found %r)" % prec)
+            n_it = getattr(a, "afa_irls_iterations", 1)
+            if int(n_it) != n_it or n_it < 1:
+                raise ValueError("afa_irls_iterations must be an integer >= 1, found %r" % (n_it,))
+            if not 0 <= getattr(a, "afa_irls_momentum", 0.0) < 1:
+                raise ValueError("afa_irls_momentum must be in [0, 1)")
 
         # Sizes, the refused RFA-only features, the projections and RFA's frequencies.
+        self.full = getattr(a, "attention_variant", "afa") == "afa_full"
         z = init_variant_layer(self, a, "AFA", "AFA's queries, keys and values share the D channels",
                                n_heads, input_dim, d_k_total, d_v_total, check)
         H, D, W, omega0 = z.H, z.D, z.W, z.omega0
@@ -211,28 +232,25 @@ class MultiheadAFA(nn.Module):
         q_re, q_im = heads(self.W_q(Z_q), self.d_k_total)
         k_re, k_im = heads(self.W_k(Z_k), self.d_k_total)
         v_re, v_im = heads(self.W_v(Z_v), self.d_v_total)
-        if unitary:
-            q_re, q_im = _unit(q_re, q_im)
-            k_re, k_im = _unit(k_re, k_im)
 
-        # Blocks of query rows (each row's softmax is its own), sized so that one per-pair tensor stays
-        # near BLOCK_ELEMS elements (cache-sized); a causal block only reads the keys j < its end.
-        rows = max(1, min(N, self.BLOCK_ELEMS // max(1, B * H * D * N)))
-        zs, As, Ls = [], [], []
-        for i0 in range(0, N, rows):
-            i1 = min(N, i0 + rows)
-            z, A_blk, L_blk = self._rows(p, mu, t, i0, i1, i1 if causal else N, causal,
-                                         (q_re, q_im, k_re, k_im, v_re, v_im))
-            zs.append(z)
-            if return_attn:
-                As.append(F.pad(A_blk, (0, N - A_blk.shape[-1])))
-                Ls.append(F.pad(L_blk, (0, N - L_blk.shape[-1]), value=float("-inf")))
-        z_re = torch.cat([z[0] for z in zs], dim=-1)                         # [B,H,D,N]
-        z_im = torch.cat([z[1] for z in zs], dim=-1)
-        if getattr(a, "afa_mix", False):
-            g = torch.sigmoid(p["delta"]).view(1, H, D, 1)
-            z_re = (1 - g) * v_re + g * z_re
-            z_im = (1 - g) * v_im + g * z_im
+        # Tied iterations (IRLS): z1 = V, z2 = mix(z1, AFA(Q, K, V)), then Q = K = V = z_k.
+        n_it = int(getattr(a, "afa_irls_iterations", 1))
+        g_mom = float(getattr(a, "afa_irls_momentum", 0.0))
+        gate = torch.sigmoid(p["delta"]).view(1, H, D, 1) if getattr(a, "afa_mix", False) else None
+        prev, first_attn = None, None
+        z_re, z_im = v_re, v_im
+        for it in range(n_it):
+            qkv = (q_re, q_im, k_re, k_im, z_re, z_im) if it == 0 else (z_re, z_im, z_re, z_im, z_re, z_im)
+            (a_re, a_im), attn = self._attend(p, mu, t, causal, qkv, return_attn and it == 0)
+            if it == 0:
+                first_attn = attn
+            n_re = a_re if gate is None else (1 - gate) * z_re + gate * a_re
+            n_im = a_im if gate is None else (1 - gate) * z_im + gate * a_im
+            if it > 0 and g_mom != 0.0:                                      # momentum (A13)
+                n_re = n_re + g_mom * (z_re - prev[0])
+                n_im = n_im + g_mom * (z_im - prev[1])
+            prev = (z_re, z_im)
+            z_re, z_im = n_re, n_im
 
         # prediction over the horizon h: e^{lambda_k h} Zbar
         h = float(getattr(a, "afa_pred_dt", 1.0))
@@ -244,34 +262,64 @@ class MultiheadAFA(nn.Module):
         flat = lambda z: z.permute(0, 3, 1, 2).reshape(B, N, H * D)
         out = self.W_o(torch.cat([flat(est_re), flat(est_im)], dim=-1))
         if return_attn:
-            return out, dict(A=torch.cat(As, dim=2), logits=torch.cat(Ls, dim=2))
+            return out, first_attn
         return out, None
+
+    def _attend(self, p, mu, t, causal, qkv, return_attn):
+        """One AFA pass over channel-form (q, k, v) [B,H,D,N] re/im: Zbar before the mix, and with
+        return_attn the weights (memory-optimised: A, logits [B,H,N,N]; full: A = the reweighting map
+        W [B,H,N,N], Qk = the per-channel weights [B,H,D,N,N])."""
+        B, H, D, N = qkv[0].shape
+        q_re, q_im, k_re, k_im, v_re, v_im = qkv
+        if bool(getattr(self.args, "afa_unitary", False)):
+            q_re, q_im = _unit(q_re, q_im)
+            k_re, k_im = _unit(k_re, k_im)
+        qkv = (q_re, q_im, k_re, k_im, v_re, v_im)
+        # Blocks of query rows (each row's normalisation is its own), sized so that one per-pair tensor
+        # stays near BLOCK_ELEMS elements (cache-sized); a causal block only reads the keys j < its end.
+        rows = max(1, min(N, self.BLOCK_ELEMS // max(1, B * H * D * N)))
+        rows_fn = self._rows_full if self.full else self._rows
+        zs, As, Ls = [], [], []
+        for i0 in range(0, N, rows):
+            i1 = min(N, i0 + rows)
+            z, A_blk, L_blk = rows_fn(p, mu, t, i0, i1, i1 if causal else N, causal, qkv)
+            zs.append(z)
+            if return_attn:
+                As.append(F.pad(A_blk, (0, N - A_blk.shape[-1])))
+                Ls.append(F.pad(L_blk, (0, N - L_blk.shape[-1]), value=0.0 if self.full else float("-inf")))
+        z_re = torch.cat([z[0] for z in zs], dim=-1)                         # [B,H,D,N]
+        z_im = torch.cat([z[1] for z in zs], dim=-1)
+        if not return_attn:
+            return (z_re, z_im), None
+        if self.full:
+            return (z_re, z_im), dict(A=torch.cat(Ls, dim=2), Qk=torch.cat(As, dim=3))
+        return (z_re, z_im), dict(A=torch.cat(As, dim=2), logits=torch.cat(Ls, dim=2))
+
+    def _rows_full(self, p, mu, t, i0, i1, nk, causal, qkv):
+        """Full AFA: queries i0 <= i < i1 against keys j < nk: (Zbar re, im [B,H,D,rows]), the
+        per-channel weights Q_k [B,H,D,rows,nk] and the reweighting map W [B,H,rows,nk]."""
+        a = self.args
+        H = self.n_heads
+        lag, alag, (T_re, T_im), (r_re, r_im), (v_re, v_im) = self._pair_frame(p, mu, t, i0, i1, nk, qkv)
+        eps = getattr(a, "afa_eps", 1e-5)
+        P = 1.0 / (self.channel_covariance(p, mu, alag) + eps)               # [Bt,H,D,rows,keys]
+        D2 = (P * torch.addcmul(r_re * r_re, r_im, r_im)).sum(2)            # [B,H,rows,keys]
+        hv = lambda x: x.view(1, H, 1, 1)
+        W = torch.exp(-(hv(p["alpha"]) ** 2) * torch.log1p(D2 / hv(p["nu"])))
+        if causal:
+            W = W.masked_fill(causal_mask(a, i1 - i0, nk, lag.device, i0), 0.0)
+        WP = W.unsqueeze(2) * P                                              # [B,H,D,rows,keys]
+        Qk = WP / WP.sum(-1, keepdim=True)
+        return self._aggregate(Qk, T_re, T_im, v_re, v_im), Qk, W
 
     def _rows(self, p, mu, t, i0, i1, nk, causal, qkv):
         """Queries i0 <= i < i1 against keys j < nk: (Zbar re, im [B,H,D,rows]), A and logits [B,H,rows,nk].
 
         Per-pair tensors are channel-major, [B, H, D, rows, keys] (the pair plane innermost)."""
         a = self.args
-        H, D = self.n_heads, self.d_k_head
-        q_re, q_im, k_re, k_im, v_re, v_im = qkv
-        q_re, q_im = q_re[..., i0:i1], q_im[..., i0:i1]
-        k_re, k_im, v_re, v_im = k_re[..., :nk], k_im[..., :nk], v_re[..., :nk], v_im[..., :nk]
-        nq = i1 - i0
-        lag = (t[:, i0:i1].unsqueeze(-1) - t[:, :nk].unsqueeze(-2)).view(t.shape[0], 1, 1, nq, nk)  # t_i - t_j
-        alag = lag.abs()       # causal pairs: = lag; masked pairs: keeps the decay <= 1 (finite)
-        v = lambda x: x.view(1, H, D, 1, 1)
-
+        H = self.n_heads
+        lag, alag, (T_re, T_im), (r_re, r_im), (v_re, v_im) = self._pair_frame(p, mu, t, i0, i1, nk, qkv)
         vC = self.score_covariance(p, self.channel_covariance(p, mu, alag))  # [Bt,H,rows,keys]
-        ang = lag * v(p["omega"])          # transport exp(-mu_k |l|) e^{i omega_k l}, from the lag
-        T_re, T_im = torch.cos(ang), torch.sin(ang)
-        if not bool((mu == 0).all()):
-            e = torch.exp(alag * -v(mu))
-            T_re, T_im = e * T_re, e * T_im
-
-        # residual of the key transported to the query's time: T_k(l_ij) K_jk - Q_ik
-        kj_re, kj_im = k_re.unsqueeze(-2), k_im.unsqueeze(-2)                # [B,H,D,1,keys]
-        r_re = torch.addcmul(torch.addcmul(-q_re.unsqueeze(-1), T_re, kj_re), T_im, kj_im, value=-1.0)
-        r_im = torch.addcmul(torch.addcmul(-q_im.unsqueeze(-1), T_re, kj_im), T_im, kj_re)
         R2 = torch.addcmul(r_re * r_re, r_im, r_im).sum(2)                   # [B,H,rows,keys]
 
         hv = lambda x: x.view(1, H, 1, 1)
@@ -282,8 +330,33 @@ class MultiheadAFA(nn.Module):
         A = torch.softmax(logits, dim=-1)
 
         # Zbar_ik = sum_j A_ij T_k(l_ij) V_jk
-        Aw = A.unsqueeze(2)                                                  # [B,H,1,rows,keys]
-        vj_re, vj_im = v_re.unsqueeze(-2), v_im.unsqueeze(-2)
-        z_re = (Aw * torch.addcmul(T_re * vj_re, T_im, vj_im, value=-1.0)).sum(-1)   # [B,H,D,rows]
-        z_im = (Aw * torch.addcmul(T_re * vj_im, T_im, vj_re)).sum(-1)
-        return (z_re, z_im), A, logits
+        return self._aggregate(A.unsqueeze(2), T_re, T_im, v_re, v_im), A, logits
+
+    def _pair_frame(self, p, mu, t, i0, i1, nk, qkv):
+        """Queries i0 <= i < i1 against keys j < nk, per pair and channel (channel-major, [B,H,D,rows,keys]):
+        the lags t_i - t_j [Bt,1,1,rows,keys], their |l| (causal pairs: = lag; masked pairs: keeps the
+        decay <= 1, finite), the transports T_k(l) = exp(-mu_k |l|) e^{i omega_k l} formed from the lag, the
+        residuals r_k = T_k(l_ij) K_jk - Q_ik (re, im), and the values of the keys (re, im, [B,H,D,1,keys])."""
+        H, D = self.n_heads, self.d_k_head
+        q_re, q_im, k_re, k_im, v_re, v_im = qkv
+        q_re, q_im = q_re[..., i0:i1], q_im[..., i0:i1]
+        k_re, k_im, v_re, v_im = k_re[..., :nk], k_im[..., :nk], v_re[..., :nk], v_im[..., :nk]
+        lag = (t[:, i0:i1].unsqueeze(-1) - t[:, :nk].unsqueeze(-2)).view(t.shape[0], 1, 1, i1 - i0, nk)
+        alag = lag.abs()
+        v = lambda x: x.view(1, H, D, 1, 1)
+        ang = lag * v(p["omega"])
+        T_re, T_im = torch.cos(ang), torch.sin(ang)
+        if not bool((mu == 0).all()):
+            e = torch.exp(alag * -v(mu))
+            T_re, T_im = e * T_re, e * T_im
+        kj_re, kj_im = k_re.unsqueeze(-2), k_im.unsqueeze(-2)                # [B,H,D,1,keys]
+        r_re = torch.addcmul(torch.addcmul(-q_re.unsqueeze(-1), T_re, kj_re), T_im, kj_im, value=-1.0)
+        r_im = torch.addcmul(torch.addcmul(-q_im.unsqueeze(-1), T_re, kj_im), T_im, kj_re)
+        return lag, alag, (T_re, T_im), (r_re, r_im), (v_re.unsqueeze(-2), v_im.unsqueeze(-2))
+
+    @staticmethod
+    def _aggregate(w, T_re, T_im, vj_re, vj_im):
+        """Zbar_ik = sum_j w_k,ij T_k(l_ij) V_jk (w [B,H,1 or D,rows,keys]): (re, im) [B,H,D,rows]."""
+        z_re = (w * torch.addcmul(T_re * vj_re, T_im, vj_im, value=-1.0)).sum(-1)
+        z_im = (w * torch.addcmul(T_re * vj_im, T_im, vj_re)).sum(-1)
+        return z_re, z_im

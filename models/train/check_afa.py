@@ -116,8 +116,8 @@ def expect(name, ok, detail=""):
 
 def random_layer(seed, **kw):
     torch.manual_seed(seed)
-    args = make_args(kw.pop("model", "M2"), attention_variant="afa", n_heads=2, d_e=6, d_k_total=8, d_v_total=8,
-                     seq_len=16, **kw)
+    kw.setdefault("attention_variant", "afa")
+    args = make_args(kw.pop("model", "M2"), n_heads=2, d_e=6, d_k_total=8, d_v_total=8, seq_len=16, **kw)
     m = MultiheadAFA(args).double()
     with torch.no_grad():  # move every raw parameter away from its initial value
         for n, p in m.named_parameters():
@@ -147,37 +147,44 @@ def compare(name, causal=True, irregular=True, N=6, **kw):
     expect(name, ok, "rel.err %.1e" % worst)
 
 
+def worked_layer(variant, horizon):
+    """The worked example's layer (section 13; docs/variant-afa-full.md §7), either form: D = 1, lambda = -0.1 + i,
+    sigma2 = 1, eta2 = 0.5, gamma2 = 0, nu = alpha = 1, eps = 0, horizon `horizon`; and its inputs, t = (0, 1),
+    q_1 = 1, k_0 = 0.5 + 0.5i, k_1 = 1 + 0.2i, v_0 = 1, v_1 = i: (layer, x, t)."""
+    args = make_args("M2", attention_variant=variant, n_heads=1, d_e=6, d_k_total=1, d_v_total=1, seq_len=2,
+                     use_complex_conj_constraint=False, scale_decay_by_time_interval=False,
+                     max_learned_decay=1.0, learn_rotations=True, omega_rescale=1.0, t_equal=False,
+                     afa_eps=0.0, afa_pred_dt=horizon)
+    m = MultiheadAFA(args).double()
+    inv_sp = lambda y: math.log(math.expm1(y))
+    with torch.no_grad():
+        m.afa_mu_v.fill_(math.log(0.1 / 0.9))          # mu = 1 * sig(.) = 0.1
+        m.omega_v.fill_(1.0)
+        m.afa_sigma_v.fill_(inv_sp(1.0))
+        m.afa_eta_v.fill_(inv_sp(0.5))
+        m.afa_gamma_v.fill_(-1000.0)                    # softplus -> exactly 0
+        m.afa_nu_v.fill_(inv_sp(1.0))
+        m.afa_alpha_v.fill_(1.0)
+        # input x_j = [Re q, Im q, Re k, Im k, Re v, Im v]; projections pick their pair
+        for n, lin in enumerate((m.W_q, m.W_k, m.W_v)):
+            lin.weight.zero_()
+            lin.bias.zero_()
+            lin.weight[0, 2 * n] = 1.0
+            lin.weight[1, 2 * n + 1] = 1.0
+        m.W_o.weight.zero_()
+        m.W_o.bias.zero_()
+        m.W_o.weight[0, 0] = 1.0
+        m.W_o.weight[1, 1] = 1.0
+    x = torch.tensor([[[0.0, 0.0, 0.5, 0.5, 1.0, 0.0], [1.0, 0.0, 1.0, 0.2, 0.0, 1.0]]], dtype=torch.float64)
+    t = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+    return m, x, t
+
+
 def worked_example():
-    """Section 13: D = 1, lambda = -0.1 + i, sigma2 = 1, eta2 = 0.5, gamma2 = 0, nu = alpha = 1, eps = 0,
-    t = (0, 1), q_1 = 1, k_0 = 0.5 + 0.5i, k_1 = 1 + 0.2i, v_0 = 1, v_1 = i."""
+    """Section 13: the worked example (worked_layer) in the memory-optimised form."""
     res = {}
     for h in (0.0, 1.0):
-        args = make_args("M2", attention_variant="afa", n_heads=1, d_e=6, d_k_total=1, d_v_total=1, seq_len=2,
-                         use_complex_conj_constraint=False, scale_decay_by_time_interval=False,
-                         max_learned_decay=1.0, learn_rotations=True, omega_rescale=1.0, t_equal=False,
-                         afa_eps=0.0, afa_pred_dt=h)
-        m = MultiheadAFA(args).double()
-        inv_sp = lambda y: math.log(math.expm1(y))
-        with torch.no_grad():
-            m.afa_mu_v.fill_(math.log(0.1 / 0.9))          # mu = 1 * sig(.) = 0.1
-            m.omega_v.fill_(1.0)
-            m.afa_sigma_v.fill_(inv_sp(1.0))
-            m.afa_eta_v.fill_(inv_sp(0.5))
-            m.afa_gamma_v.fill_(-1000.0)                    # softplus -> exactly 0
-            m.afa_nu_v.fill_(inv_sp(1.0))
-            m.afa_alpha_v.fill_(1.0)
-            # input x_j = [Re q, Im q, Re k, Im k, Re v, Im v]; projections pick their pair
-            for n, lin in enumerate((m.W_q, m.W_k, m.W_v)):
-                lin.weight.zero_()
-                lin.bias.zero_()
-                lin.weight[0, 2 * n] = 1.0
-                lin.weight[1, 2 * n + 1] = 1.0
-            m.W_o.weight.zero_()
-            m.W_o.bias.zero_()
-            m.W_o.weight[0, 0] = 1.0
-            m.W_o.weight[1, 1] = 1.0
-        x = torch.tensor([[[0.0, 0.0, 0.5, 0.5, 1.0, 0.0], [1.0, 0.0, 1.0, 0.2, 0.0, 1.0]]], dtype=torch.float64)
-        t = torch.tensor([[0.0, 1.0]], dtype=torch.float64)
+        m, x, t = worked_layer("afa", h)
         with torch.no_grad():
             y, attn = m(x, t_measure=t, return_attn=True)
             p = m.physical()

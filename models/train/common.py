@@ -123,6 +123,22 @@ def afa_head_table(model):
     return rows
 
 
+def afa_eigenvalues(model):
+    """The learned eigenvalues lambda_k = -mu_k + i omega_k of every AFA layer, head and channel (per time
+    unit of the timestamps: per sample on the spiral), as [layer][head][channel] = [Re, Im]; [] for
+    other models. The spiral's true ones are -0.01 +- 0.1i per sample (spiral.py's A at dt = 0.1)."""
+    from afa_torch import MultiheadAFA
+    out = []
+    for m in model.modules():
+        if isinstance(m, MultiheadAFA):
+            with torch.no_grad():
+                p = m.physical()
+                mu = p["mu"].double() * (0 if getattr(m.args, "afa_unitary", False) else 1)
+                out.append([[[-float(mu[h, k]), float(p["omega"][h, k])] for k in range(m.d_k_head)]
+                            for h in range(m.n_heads)])
+    return out
+
+
 def afa_head_table_md(rows, time_unit="step"):
     keys = ["mu", "omega", "sigma2", "level", "eta2", "gamma2"] + [k for k in ("gate", "weight") if rows and k in rows[0]]
     hdr = "| layer | head | " + " | ".join(

@@ -59,6 +59,13 @@ SETTINGS = {
                                             afa_eps=1e-3),
     "AFA attention layer": dict(model="M2", arch="attention", attention_variant="afa"),
     "lm AFA": dict(model="M2", arch="lm", attention_variant="afa"),
+    # Full (anisotropic) AFA and tied iterations (docs/variant-afa-full.md): the same tensors.
+    "AFA full": dict(model="M2", attention_variant="afa_full"),
+    "AFA full unitary mix": dict(model="M2", attention_variant="afa_full", afa_unitary=True, afa_mix=True),
+    "AFA full, 3 tied iterations, momentum 0.2": dict(model="M2", attention_variant="afa_full", afa_mix=True,
+                                                     afa_irls_iterations=3, afa_irls_momentum=0.2),
+    "AFA, 2 tied iterations": dict(model="M2", attention_variant="afa", afa_irls_iterations=2),
+    "lm AFA full": dict(model="M2", arch="lm", attention_variant="afa_full"),
     # RT-RFA (docs/variant-rt.md section 13): every layer RT, in the RT block (no norm before the
     # attention, RMSNorm before the FFN).
     "RT stationary student-t": dict(model="M2", attention_variant="rt", norm="rms_norm", use_real_input_norm=False),
@@ -72,6 +79,8 @@ SETTINGS = {
     "lm attention window 9 (M2.7)": dict(model="M2", arch="lm", attention_window=9, use_inner_residual=True,
                                          use_total_precision_gate=1),
     "AFA attention window 7": dict(model="M2", attention_variant="afa", attention_window=7),
+    "AFA full, 2 tied iterations, attention window 7": dict(model="M2", attention_variant="afa_full", afa_mix=True,
+                                                           afa_irls_iterations=2, attention_window=7),
     "RT attention window 7": dict(model="M2", attention_variant="rt", attention_window=7, norm="rms_norm",
                                   use_real_input_norm=False),
 }

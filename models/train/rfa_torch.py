@@ -59,7 +59,8 @@ OUR_DEFAULTS = dict(hidden_dim=None, d_in=None, norm="layer_norm", norm_eps=1e-5
 # Adaptive Filter Attention (docs/variant-afa.md section 12; module: afa_torch.MultiheadAFA). With
 # attention_variant="afa" every attention layer of the model is AFA; the other keys are AFA's.
 AFA_DEFAULTS = dict(attention_variant="rfa", afa_precision="channel_sum", afa_precision_channel=0,
-                    afa_unitary=False, afa_mix=False, afa_eps=1e-5, afa_pred_dt=1.0)
+                    afa_unitary=False, afa_mix=False, afa_eps=1e-5, afa_pred_dt=1.0,
+                    afa_irls_iterations=1, afa_irls_momentum=0.0)
 OUR_DEFAULTS.update(AFA_DEFAULTS)
 # RT-RFA (docs/variant-rt.md section 13; module: rt_torch.MultiheadRT), with attention_variant="rt".
 RT_DEFAULTS = dict(rt_covariance="stationary", rt_kernel="student_t", rt_eps=1e-6)
@@ -559,14 +560,14 @@ class MultiheadIsotropicRFA(nn.Module):
 def make_attention(args):
     """The attention layer args ask for: RFA, AFA with attention_variant="afa", RT-RFA with "rt"."""
     variant = getattr(args, "attention_variant", "rfa")
-    if variant == "afa":
+    if variant in ("afa", "afa_full"):  # the memory-optimised and the full form (afa_torch.py)
         from afa_torch import MultiheadAFA  # late: afa_torch imports this module's helpers
         return MultiheadAFA(args)
     if variant == "rt":
         from rt_torch import MultiheadRT  # late, as AFA
         return MultiheadRT(args)
     if variant != "rfa":
-        raise ValueError("attention_variant: expected \"rfa\", \"afa\" or \"rt\", found %r" % (variant,))
+        raise ValueError("attention_variant: expected \"rfa\", \"afa\", \"afa_full\" or \"rt\", found %r" % (variant,))
     return MultiheadIsotropicRFA(args)
 
 

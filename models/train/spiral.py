@@ -31,7 +31,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rfa_torch import make_args, NextStepPredictor  # noqa: E402
 from export import export_model, load_stored_into, save_npy  # noqa: E402
-from common import (seed_all, lr_at, head_table, head_table_md, afa_head_table, afa_head_table_md,  # noqa: E402
+from common import (seed_all, lr_at, head_table, head_table_md, afa_head_table, afa_head_table_md, afa_eigenvalues,  # noqa: E402
                     rt_head_table, rt_head_table_md, portable_cli, Timer)
 
 A_SYS = np.array([[0.9, -2.0], [1.0, -1.1]])
@@ -125,12 +125,25 @@ KINDS = {
     # The same window and steps on the RoPE baseline: what the window does without RFA's decay and
     # precision.
     "rope_w50": dict(model="M2.6", attention_window=50, steps=3000),
+    # The AFA forms and RT-RFA under the same recipe (window 50, 3000 steps), so every row of the
+    # ranking compares with rfa_w50: memory-optimised AFA, full (anisotropic) AFA
+    # (docs/variant-afa-full.md), and full AFA iterated n = 1..4 times with tied weights (IRLS, with
+    # the mix gate: z_{k+1} = mix(z_k, AFA(z_k, z_k, z_k))).
+    "afa_w50": dict(model="M2", attention_variant="afa", attention_window=50, steps=3000),
+    "afa_full_w50": dict(model="M2", attention_variant="afa_full", attention_window=50, steps=3000),
+    "rt_w50": dict(model="M2", attention_variant="rt", norm="rms_norm", use_real_input_norm=False,
+                   attention_window=50, steps=3000),
 }
+for _n in (1, 2, 3, 4):
+    KINDS["afa_irls%d_w50" % _n] = dict(model="M2", attention_variant="afa_full", afa_mix=True,
+                                        afa_irls_iterations=_n, attention_window=50, steps=3000)
 DEFAULT_STEPS = 1000  # the recipe's, for kinds that name none
 # How metrics.json names each kind's results (spiral_rank.py --merge reads them back).
 RESULT_LABELS = {"rfa": "RFA (M2 / SC-RFA)", "rope": "RoPE baseline (M2.6 pure rotation)",
                  "afa": "AFA (adaptive filter attention)", "rt": "RT-RFA", "rfa_w50": "RFA (M2), attention window 50",
-                 "rope_w50": "RoPE (M2.6), attention window 50"}
+                 "rope_w50": "RoPE (M2.6), attention window 50", "afa_w50": "AFA, attention window 50",
+                 "afa_full_w50": "full AFA, attention window 50", "rt_w50": "RT-RFA, attention window 50"}
+RESULT_LABELS.update({"afa_irls%d_w50" % n: "full AFA, IRLS n = %d, attention window 50" % n for n in (1, 2, 3, 4)})
 
 
 def model_args(kind, a):
@@ -232,10 +245,11 @@ def write_goldens(model, args, stored, out_dir, sp, command="cd models/train && 
     with open(os.path.join(gdir, "README"), "w") as f:
         variant = getattr(args, "attention_variant", "rfa")
         shift_note = (", ignored: RT-RFA has no lag shift" if variant == "rt" else
-                      ", ignored: AFA predicts over afa_pred_dt = %g" % args.afa_pred_dt if variant == "afa" else
+                      ", ignored: AFA predicts over afa_pred_dt = %g" % args.afa_pred_dt if variant.startswith("afa") else
                       ", overridden by the learned\nper-head shift because learn_t_shift=true"
                       if getattr(args, "learn_t_shift", False) else "")
         module = {"afa": "rfa_torch.py with the AFA attention of afa_torch.py",
+                  "afa_full": "rfa_torch.py with the full AFA attention of afa_torch.py",
                   "rt": "rfa_torch.py with the RT-RFA attention of rt_torch.py"}.get(variant, "rfa_torch.py")
         f.write("Made by `%s` (function write_goldens).\n"
                 "Computed in float64 by models/train/%s from the weights exactly as stored in "
@@ -316,10 +330,15 @@ def main():
                           metadata={"model": name, "made_by": made_by})
     write_goldens(model, args, stored, out_dir, sp, command)
     variant = getattr(args, "attention_variant", "rfa")
-    table, table_md = {"afa": (afa_head_table, afa_head_table_md),
+    table, table_md = {"afa": (afa_head_table, afa_head_table_md), "afa_full": (afa_head_table, afa_head_table_md),
                        "rt": (rt_head_table, rt_head_table_md)}.get(variant, (head_table, head_table_md))
     heads = table(model)
-    summary = dict(results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=portable_cli(a),
+    eig = afa_eigenvalues(model)
+    if eig:
+        extra = dict(eigenvalues=eig)
+    else:
+        extra = {}
+    summary = dict(extra, results=results, train_wall_s=walls, total_wall_s=time.time() - t_all, cli=portable_cli(a),
                    train_steps={k: train_steps(k, a) for k in kinds},
                    heads=heads, F10=sp.F[PER_DT].tolist(), Q10=sp.Q[PER_DT].tolist())
     with open(os.path.join(out_dir, "metrics.json"), "w") as f:

@@ -13,6 +13,7 @@ usage: nice /usr/bin/python3 spiral_rank.py [--kinds rfa,acc,rfa_acc,rope,afa,af
 """
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -34,7 +35,11 @@ LABELS = {
     "rt": "RT-RFA (stationary, student-t)",
     "rfa_w50": "RFA (M2), attention window 50",
     "rope_w50": "RoPE (M2.6), attention window 50",
+    "afa_w50": "AFA (channel_sum), attention window 50",
+    "afa_full_w50": "full AFA, attention window 50",
+    "rt_w50": "RT-RFA (stationary, student-t), attention window 50",
 }
+LABELS.update({"afa_irls%d_w50" % n: "full AFA + mix, IRLS n = %d, attention window 50" % n for n in (1, 2, 3, 4)})
 
 
 def main():
@@ -53,7 +58,11 @@ def main():
                      ("--threads", dict(type=int, default=1))):
         ap.add_argument(flag, **kw)
     ap.add_argument("--merge", nargs="+", metavar="JSON")
+    ap.add_argument("--eigen", metavar="JSON", help="print the learned-eigenvalue table of a ranking JSON and exit")
     a = ap.parse_args()
+    if a.eigen:
+        print(eigen_table(json.load(open(a.eigen))))
+        return 0
     if a.merge:
         return merge(a.merge, a.json)
     torch.set_num_threads(a.threads)
@@ -79,6 +88,9 @@ def main():
                    for k, (y, t, tgt, gaps) in sets.items()}
             out["runs"].setdefault(kind, {})[str(seed)] = run
             out["train_wall_s"].setdefault(kind, {})[str(seed)] = wall
+            eig = common.afa_eigenvalues(model)
+            if eig:  # learned eigenvalues per layer, head, channel (per sample), for the eigenvalue table
+                out.setdefault("eigenvalues", {}).setdefault(kind, {})[str(seed)] = eig
             out.setdefault("recipe", {})[kind] = dict(steps=spiral.train_steps(kind, a), batch=a.batch, lr=a.lr)
             log("%s seed %d: %s (%.0fs)" % (kind, seed, json.dumps(run), wall))
             afa_rows = common.afa_head_table(model)
@@ -98,6 +110,8 @@ def from_metrics(m):
     out = {"baselines": {k: {b: v[b] for b in base} for k, v in m["results"].items()},
            "runs": {kind: {str(seed): {k: v[label] for k, v in m["results"].items()}}},
            "train_wall_s": {kind: {str(seed): m["train_wall_s"][kind]}}}
+    if "eigenvalues" in m:
+        out["eigenvalues"] = {kind: {str(seed): m["eigenvalues"]}}
     if "train_steps" in m:
         out["recipe"] = {kind: dict(steps=m["train_steps"][kind], batch=m["cli"]["batch"], lr=m["cli"]["lr"])}
     return out
@@ -116,9 +130,11 @@ def merge(files, dest):
         if part["baselines"] != out["baselines"]:
             print("spiral_rank: %s was evaluated on other data (baselines differ)" % fn, file=sys.stderr)
             return 2
-        for key in ("runs", "train_wall_s"):
+        for key in ("runs", "train_wall_s", "eigenvalues"):
+            if key not in part:
+                continue
             for kind, by_seed in part[key].items():
-                out[key].setdefault(kind, {}).update(by_seed)
+                out.setdefault(key, {}).setdefault(kind, {}).update(by_seed)
         for kind, recipe in part.get("recipe", {}).items():  # runs of one kind must share their recipe
             if out.setdefault("recipe", {}).setdefault(kind, recipe) != recipe:
                 print("spiral_rank: %s trained %s with another recipe (%s, not %s)"
@@ -128,6 +144,28 @@ def merge(files, dest):
         json.dump(out, f, indent=1)
     print(table(out, list(out["runs"]), out["baselines"].keys()))
     return 0
+
+
+TRUE_MU, TRUE_OMEGA = 0.01, 0.1  # the spiral's -0.1 +- i per unit time at dt = 0.1: per sample (spiral.py)
+
+
+def eigen_table(out):
+    """Markdown: per AFA run (kind, seed) and head, the learned channel eigenvalue -mu + i|omega| nearest the
+    spiral's true -0.01 + 0.1i per sample (distance in (log10 mu, omega / 0.1)), and how many of the
+    head's channels decay within a factor 2 of the true mu and rotate within 20% of the true omega."""
+    lines = ["| model | seed | layer | head | nearest channel: mu, omega | mu / true | omega / true | "
+             "channels near the truth (mu within 2x, omega within 20%) |", "|---|---|---|---|---|---|---|---|"]
+    for kind, by_seed in out.get("eigenvalues", {}).items():
+        for seed, layers in by_seed.items():
+            for li, heads in enumerate(layers):
+                for h, chans in enumerate(heads):
+                    dist = lambda c: math.hypot(math.log10(max(-c[0], 1e-12) / TRUE_MU), abs(c[1]) / TRUE_OMEGA - 1)
+                    best = min(chans, key=dist)
+                    near = sum(1 for c in chans if 0.5 <= -c[0] / TRUE_MU <= 2 and abs(abs(c[1]) / TRUE_OMEGA - 1) <= 0.2)
+                    lines.append("| %s | %s | %d | %d | %.4g, %.4g | %.2f | %.2f | %d of %d |" % (
+                        LABELS.get(kind, kind), seed, li, h, -best[0], abs(best[1]), -best[0] / TRUE_MU,
+                        abs(best[1]) / TRUE_OMEGA, near, len(chans)))
+    return "\n".join(lines)
 
 
 def table(out, kinds, set_names):

@@ -8,8 +8,8 @@
 //   acc_k += exp(logit - m) e_k V~_jk                     (online softmax, rescaled per key)
 // D exponentials per pair: the price of per-channel decays (RFA has one per pair); the e_k stay
 // in registers between the logit and the value sum.
-// Epilogue: normalise, optional mix with the query's own value, counter-rotate by omega_k t_i,
-// and the prediction e^{lambda_k h} (a per-channel complex factor the host computes in double).
+// Epilogue: normalise, then afa_finish_channel (common/afa_attention_io.glsl: the mix, the tied
+// iterations' hand-over or the counter-rotation and the prediction).
 //
 // Threads, tiles and the merge of a row's split keys: the walk shared with RT-RFA
 // (common/pair_attention_walk.glsl). The head's channel parameters sit in shared memory.
@@ -17,48 +17,8 @@
 #extension GL_EXT_control_flow_attributes : require
 #include "kv_storage.glsl"
 
-#include "kernel_ids.h"  // the ids, shared with the op that sets them
-layout(local_size_x_id = kAfaAttnWG) in;
-layout(constant_id = kAfaAttnWG) const uint WG = 64;          // BQ * S
-layout(constant_id = kAfaAttnBQ) const uint BQ = 64;          // query rows per workgroup
-layout(constant_id = kAfaAttnS) const uint S = 1;             // threads per query row
-layout(constant_id = kAfaAttnBK) const uint BK = 32;          // keys per shared-memory tile
-layout(constant_id = kAfaAttnD) const uint D = 32;            // complex channels per head
-layout(constant_id = kAfaAttnCausal) const bool CAUSAL = true;
-layout(constant_id = kAfaAttnPrec) const uint PREC = 0;       // rfa::AfaPrecision
-layout(constant_id = kAfaAttnUnitary) const bool UNITARY = false;
-layout(constant_id = kAfaAttnMix) const bool MIX = false;
-layout(constant_id = kAfaAttnDirectKv) const bool DIRECT_KV = false;
-layout(constant_id = kAfaAttnPchan) const uint PCHAN = 0;     // the channel of PREC 1
-layout(constant_id = kAfaAttnKvTile) const uint KV_TILE = 1;  // BK * D with shared key tiles, else 1
-layout(constant_id = kAfaAttnDC) const uint DC = 8;           // complex components merged per round (S > 1)
-layout(constant_id = kAfaAttnRED) const uint RED = 1;         // WG * DC when S > 1, else 1
-
-#define NEG_INF uintBitsToFloat(0xff800000u)
-
-// The layer's table (afa_layer_table.h): [H*D] (mu, sigma2, eta2, gamma2), then [H*D]
-// (mix gate, w, Re, Im of e^{lambda h}), then [H] (nu, alpha^2, b, eps).
-layout(std430, binding = 0) readonly buffer Ab { vec4 afa[]; };
-layout(std430, binding = 1) readonly buffer Wb { vec2 omega[]; };  // (hi, lo) [H*D]
-layout(std430, binding = 2) readonly buffer Tb { vec2 ts[]; };     // (hi, lo) [B, capacity]
-layout(std430, binding = 3) readonly buffer Qb { vec2 Qc[]; };
-layout(std430, binding = 4) readonly buffer Kb { KV_T Kc[]; };
-layout(std430, binding = 5) readonly buffer Vb { KV_T Vc[]; };
-layout(std430, binding = 6) writeonly buffer Ob { float attn_out[]; };
-layout(std430, binding = 7) writeonly buffer Mb { float row_max[]; };
-layout(std430, binding = 8) writeonly buffer Lb { float row_sum[]; };
-layout(std430, binding = 9) readonly buffer Pb { uint pos0; uint kv_len; } span;
-
-#include "push_layouts.h"
-layout(push_constant) uniform Push { AttentionPush pc; };
-
-#include "rfa_cache_ring.glsl"
-#include "rfa_phase.glsl"
-#include "direct_walk.glsl"
+#include "afa_attention_io.glsl"
 #include "afa_pair.glsl"
-
-// The pair logit's keys: `key` is the key's cache cell (DIRECT_KV) or its row in the shared tile.
-vec2 afa_key(uint key, uint k) { return DIRECT_KV ? KV_LOAD(Kc[key * D + k]) : sk[key * D + k]; }
 
 // The walk's pair terms (common/pair_attention_walk.glsl): the keys' decays e_k stay in registers
 // between the logit and the value sum.
@@ -72,18 +32,9 @@ void pair_visit(const vec2 q[D], PairRow r, uint base, uint ks, uint jj, float l
   [[unroll]] for (uint k = 0; k < D; ++k) acc[k] += (p * ek[k]) * walk_value(base, ks, jj, k);
 }
 
-// Epilogue: normalise, mix, counter-rotate by omega_k t_i, predict by e^{lambda_k h}.
+// Epilogue: normalise, then the channel's mix, hand-over or output (common/afa_attention_io.glsl).
 void pair_epilogue(PairRow r, uint h, uint HD, uint icell, uint orow, vec2 ti, float inv_l, vec2 acc[D]) {
-  [[unroll]] for (uint k = 0; k < D; ++k) {  // unrolled: acc[k] stays in registers
-    const vec4 x = afa[HD + h * D + k];  // the second channel block: gate, w, e^{lambda h}
-    const float gate = x[kAfaMix];
-    const vec2 prediction = vec2(x[kAfaPredRe], x[kAfaPredIm]);
-    vec2 z = acc[k] * inv_l;
-    if (MIX) z = (1.0 - gate) * KV_LOAD(Vc[icell * D + k]) + gate * z;  // in the frame: same mix
-    z = rfa_cmul(rfa_cmul(z, rfa_cis(rfa_angle(omega[h * D + k], ti))), prediction);
-    attn_out[orow + h * D + k] = z.x;
-    attn_out[orow + HD + h * D + k] = z.y;
-  }
+  [[unroll]] for (uint k = 0; k < D; ++k) afa_finish_channel(h, HD, icell, orow, ti, k, acc[k] * inv_l);
 }
 
 #include "pair_attention_walk.glsl"

@@ -21,49 +21,7 @@
 #ifndef AFA_PAIR_GLSL
 #define AFA_PAIR_GLSL
 
-#include "afa_layer_table.h"
-
-shared vec4 sch[D];  // the head's (mu, sigma2, eta2, gamma2) per channel (mu = 0 under the unitary switch)
-shared float sw[D];  // w_k (PREC 2)
-
-// Channel k of the key `key` (what `key` indexes is the includer's business: a cache cell, a row of
-// a shared-memory tile).
-vec2 afa_key(uint key, uint k);
-
-// z / |z| per channel (the unitary switch); a zero channel stays zero.
-vec2 unit_channel(vec2 z) {
-  const float n2 = dot(z, z);
-  return n2 > 0.0 ? z * inversesqrt(n2) : vec2(0.0);
-}
-
-// (1 - e^2) / (2 mu) with e = exp(-mu l), accurate where 1 - e^2 cancels: a series below
-// x = 2 mu l = 0.1 (relative error < 2e-8), the closed form above; l at mu = 0.
-float afa_phi(float mu, float l, float e) {
-  const float x = 2.0 * mu * l;
-  if (x < 0.1) return l * (1.0 - x * (0.5 - x * (1.0 / 6.0 - x * (1.0 / 24.0 - x * (1.0 / 120.0)))));
-  return (1.0 - e * e) / (2.0 * mu);
-}
-
-// Head h's channel parameters into shared memory, threads tid = 0..n-1 of the workgroup; HD = H * D.
-// The caller places the barrier.
-void afa_load_head(uint h, uint HD, uint tid, uint n) {
-  for (uint k = tid; k < D; k += n) {
-    sch[k] = afa[h * D + k];
-    sw[k] = afa[HD + h * D + k][kAfaWeight];
-  }
-}
-
-// The query of cache cell icell (zeros for a row that is not live), projected per channel under the
-// unitary switch; returns |q|^2.
-float afa_load_query(uint icell, bool live, out vec2 q[D]) {
-  float qn = 0.0;
-  [[unroll]] for (uint k = 0; k < D; ++k) {
-    q[k] = live ? Qc[icell * D + k] : vec2(0.0);
-    if (UNITARY) q[k] = unit_channel(q[k]);
-    qn += dot(q[k], q[k]);
-  }
-  return qn;
-}
+#include "afa_channels.glsl"
 
 // The logit of query q (|q|^2 = qn, from afa_load_query) against key `key` at lag |l| = lag, with the
 // head's hv = (nu, alpha^2, b, eps); ek receives e_k = exp(-mu_k lag).
@@ -120,24 +78,23 @@ PairRow pair_row(uint h, uint HD, uint icell, bool live, out vec2 q[D]) {
 
 float pair_q_norm2(PairRow r) { return r.qn; }
 
+// The readouts' view (AFA_VIEW, afa_layer_table.h; the readout bodies define it as their spec
+// constant VIEW): one softmax serves every channel, so the weight is the logit's whatever the view;
+// the decay of A is channel c's e_c (a channel), the channel mean (the mean view, RFA's A = Ahat E
+// per channel averaged) or 1 (the reweighting map: A = Ahat).
+#ifndef AFA_VIEW
+#define AFA_VIEW kAfaViewMean
+#endif
 float pair_cell_logit(const vec2 q[D], PairRow r, uint jc, float lag, out float decay) {
   float ek[D];
   const float logit = afa_pair_logit(q, r.qn, jc, lag, r.hv, ek);
   float mass = 0.0;
-  [[unroll]] for (uint k = 0; k < D; ++k) mass += ek[k];
-  decay = mass / float(D);
+  [[unroll]] for (uint k = 0; k < D; ++k) mass += AFA_VIEW == k ? ek[k] * float(D) : AFA_VIEW >= D ? ek[k] : 0.0;
+  decay = AFA_VIEW == kAfaViewReweight ? 1.0 : mass / float(D);
   return logit;
 }
 
-float pair_cross(const vec2 q[D], uint jc) {
-  float c = 0.0;
-  [[unroll]] for (uint k = 0; k < D; ++k) {
-    vec2 kk = afa_key(jc, k);
-    if (UNITARY) kk = unit_channel(kk);
-    c += dot(q[k], kk);
-  }
-  return c;
-}
+float pair_cross(const vec2 q[D], uint jc) { return afa_cross(q, jc); }
 
 bool pair_counts(float logit) { return true; }
 

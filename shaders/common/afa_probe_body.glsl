@@ -17,12 +17,15 @@
 
 layout(local_size_x = 64) in;
 #include "kernel_ids.h"  // the ids, shared with the op that sets them
+#include "afa_layer_table.h"
 layout(constant_id = kAfaReadD) const uint D = 32;         // complex channels per head
 layout(constant_id = kAfaReadCausal) const bool CAUSAL = true;
 layout(constant_id = kAfaReadPrec) const uint PREC = 0;    // rfa::AfaPrecision
 layout(constant_id = kAfaReadUnitary) const bool UNITARY = false;
 layout(constant_id = kAfaReadPchan) const uint PCHAN = 0;  // the channel of PREC 1
 layout(constant_id = kAfaReadMode) const uint MODE = 0;    // 0: rectangle of Ahat and A, 1: row diagnostics
+layout(constant_id = kAfaReadView) const uint VIEW = kAfaViewMean;  // afa_layer_table.h: a channel, the mean or W
+#define AFA_VIEW VIEW
 
 // The layer's table (afa_layer_table.h): [H*D] (mu, sigma2, eta2, gamma2),
 // [H*D] (mix gate, w, e^{lambda h}), [H] (nu, alpha^2, b, eps). No omega: the caches hold Q~, K~

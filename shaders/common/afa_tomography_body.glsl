@@ -21,12 +21,15 @@
 
 layout(local_size_x = 64) in;
 #include "kernel_ids.h"  // the ids, shared with the op that sets them
+#include "afa_layer_table.h"
 layout(constant_id = kAfaReadD) const uint D = 32;         // complex channels per head
 layout(constant_id = kAfaReadCausal) const bool CAUSAL = true;
 layout(constant_id = kAfaReadPrec) const uint PREC = 0;    // rfa::AfaPrecision
 layout(constant_id = kAfaReadUnitary) const bool UNITARY = false;
 layout(constant_id = kAfaReadPchan) const uint PCHAN = 0;  // the channel of PREC 1
 layout(constant_id = kAfaReadMode) const uint MODE = 0;    // 0: row statistics, 1: the matrix P(alpha)
+layout(constant_id = kAfaReadView) const uint VIEW = kAfaViewMean;  // afa_layer_table.h: a channel, the mean or W
+#define AFA_VIEW VIEW
 
 // The layer's table as afa_probe_body.glsl reads it (afa_layer_table.h).
 layout(std430, binding = 0) readonly buffer Ab { vec4 afa[]; };

@@ -25,10 +25,12 @@ const uint kSdpaDirectKv = 9, kSdpaSplit = 10, kSdpaKvApart = 11, kSdpaCmBlock =
            kSdpaPad = 15, kSdpaF16Chunk = 16, kSdpaPrefetch = 17, kSdpaRawF16 = 18;
 const uint kSdpaBindPartials = 7;
 
-// AFA's fused kernel (common/afa_attention_body.glsl).
+// AFA's fused kernels (common/afa_attention_body.glsl, the full form's afa_full_attention_body.glsl,
+// which leaves PREC and PCHAN out): STAGE 0 the layer's last pass, 1 an earlier pass of its tied
+// iterations; MOMENTUM the iterations' momentum term.
 const uint kAfaAttnWG = 0, kAfaAttnBQ = 1, kAfaAttnS = 2, kAfaAttnBK = 3, kAfaAttnD = 4, kAfaAttnCausal = 5,
            kAfaAttnPrec = 6, kAfaAttnUnitary = 7, kAfaAttnMix = 8, kAfaAttnDirectKv = 9, kAfaAttnPchan = 10,
-           kAfaAttnKvTile = 11, kAfaAttnDC = 12, kAfaAttnRED = 13;
+           kAfaAttnKvTile = 11, kAfaAttnDC = 12, kAfaAttnRED = 13, kAfaAttnStage = 14, kAfaAttnMomentum = 15;
 
 // RT-RFA's fused kernel (common/rt_attention_body.glsl).
 const uint kRtAttnWG = 0, kRtAttnBQ = 1, kRtAttnS = 2, kRtAttnBK = 3, kRtAttnD = 4, kRtAttnCausal = 5,
@@ -41,7 +43,7 @@ const uint kRotD = 0, kRotInNorm = 1, kRotPhase = 2, kRotRotateV = 3, kRotUnit =
 const uint kRfaReadD = 0, kRfaReadCov = 1, kRfaReadBias = 2, kRfaReadPrec = 3, kRfaReadRobust = 4,
            kRfaReadFullResid = 5, kRfaReadCausal = 6, kRfaReadMode = 7;
 const uint kAfaReadD = 0, kAfaReadCausal = 1, kAfaReadPrec = 2, kAfaReadUnitary = 3, kAfaReadPchan = 4,
-           kAfaReadMode = 5;
+           kAfaReadMode = 5, kAfaReadView = 6;
 const uint kRtReadD = 0, kRtReadCausal = 1, kRtReadCov = 2, kRtReadKernel = 3, kRtReadMode = 4;
 
 // The lag kernels over a lag axis (rfa_curves, rfa_lag_table).

@@ -18,9 +18,23 @@
 //       one key (ring slot ks, row jj of the tile) at lag |l| = lag into the row's online softmax
 //   void pair_epilogue(PairRow r, uint h, uint HD, uint icell, uint orow, vec2 ti, float inv_l,
 //                      vec2 acc[D])
-//       the row's output from acc and 1 / l (0 for a row without keys), at row orow of attn_out
+//       the row's output from acc and 1 / l (0 for a row without keys), at row orow of attn_out;
+//       the walk has written row_max and row_sum (m and l) before, so an epilogue may replace them
+// With PAIR_SUMS 1 (full AFA, common/afa_full_attention_body.glsl) a row also keeps D real sums (its
+// per-channel normalisers): pair_visit and pair_epilogue take them as a last argument (inout float
+// sums[D] / float sums[D]), and a decode row's split keys add them up. Such a visit keeps m = 0 on
+// a row with keys (no online softmax), so the merge adds acc unscaled too.
 #ifndef PAIR_ATTENTION_WALK_GLSL
 #define PAIR_ATTENTION_WALK_GLSL
+
+#ifndef PAIR_SUMS
+#define PAIR_SUMS 0
+#endif
+#if PAIR_SUMS
+#define PAIR_SUMS_ARG , sums
+#else
+#define PAIR_SUMS_ARG
+#endif
 
 void main() {
   const uint tid = gl_LocalInvocationID.x;
@@ -47,6 +61,10 @@ void main() {
   float m = NEG_INF, l = 0.0;
   vec2 acc[D];
   [[unroll]] for (uint k = 0; k < D; ++k) acc[k] = vec2(0.0);
+#if PAIR_SUMS
+  float sums[D];
+  [[unroll]] for (uint k = 0; k < D; ++k) sums[k] = 0.0;
+#endif
 
   const uint last_q = min(q0 + BQ, pc.n_new) - 1;
   const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
@@ -65,21 +83,30 @@ void main() {
       const uint jbeg = row_first > j0 ? row_first - j0 : 0;
       for (uint jj = jbeg + sidx; jj < jend; jj += S) {
         const uint ks = slot_of(j0 + jj);
-        pair_visit(q, r, base, ks, jj, pair_lag(ti, walk_time(tbase, ks, jj)), m, l, acc);
+        pair_visit(q, r, base, ks, jj, pair_lag(ti, walk_time(tbase, ks, jj)), m, l, acc PAIR_SUMS_ARG);
       }
     }
     if (!DIRECT_KV) barrier();
   }
 
-  if (S > 1) merge_row_splits(tid, rloc, sidx, m, l, acc);  // decode steps split a row's keys
+  if (S > 1) {  // decode steps split a row's keys
+    merge_row_splits(tid, rloc, sidx, m, l, acc);
+#if PAIR_SUMS
+    vec2 s2[D];  // the sums, merged as complex components with a zero part and no rescaling (m = 0)
+    [[unroll]] for (uint k = 0; k < D; ++k) s2[k] = vec2(sums[k], 0.0);
+    float m0 = 0.0, l0 = 0.0;
+    merge_row_splits(tid, rloc, sidx, m0, l0, s2);
+    [[unroll]] for (uint k = 0; k < D; ++k) sums[k] = s2[k].x;
+#endif
+  }
   if (!row_live || sidx != 0) return;
 
   const bool has_keys = l > 0.0;
   const float inv_l = has_keys ? 1.0 / l : 0.0;
   const uint orow = (b * pc.n_new + qi) * 2 * HD;
-  pair_epilogue(r, h, HD, icell, orow, ti, inv_l, acc);
   row_max[icell] = has_keys ? m : NEG_INF;
   row_sum[icell] = l;
+  pair_epilogue(r, h, HD, icell, orow, ti, inv_l, acc PAIR_SUMS_ARG);
 }
 
 #endif

@@ -47,13 +47,27 @@ double softplus(double x) { return std::log1p(std::exp(x)); }
 
 // M2 (SC-RFA at initialisation, docs/reference-code.md §3.5), M1 (RoPE bank, rescaled mu) and M2.6 (pure
 // rotation) in physical form; AFA (docs/variant-afa.md: M2's bank, one decay per conjugate pair
-// spread over the head's range, rfa-make-model's noises) and RT (docs/variant-rt.md §4's initial
-// values on M2's bank and decays).
+// spread over the head's range, rfa-make-model's noises; AFA_FULL the same parameters in the full
+// form of docs/variant-afa-full.md; either with _IRLS<n>, n tied iterations with the mix gate) and RT
+// (docs/variant-rt.md §4's initial values on M2's bank and decays).
 AttentionParams variant_params(const std::string& name, int H, int D) {
   AttentionParams p;
   p.heads = H;
   p.dim = D;
   const int half = D / 2;
+  const size_t irls = name.find("_IRLS");
+  if (irls != std::string::npos && name.rfind("AFA", 0) == 0) {
+    p = variant_params(name.substr(0, irls), H, D);
+    p.afa.irls_iterations = std::atoi(name.c_str() + irls + 5);
+    p.afa.mix = true;
+    p.afa.delta.assign(p.afa.mu.size(), 0.0);  // gate 0.5
+    return p;
+  }
+  if (name == "AFA_FULL") {
+    p = variant_params("AFA", H, D);
+    p.variant = AttentionVariant::afa_full;
+    return p;
+  }
   if (name == "AFA" || name == "RT") {
     const AttentionParams m2 = variant_params("M2", H, D);
     p.omega = m2.omega;

@@ -7,7 +7,7 @@
 namespace rfa::bench {
 
 // `rfa-bench attention [--json] [--n 256,1024,4096] [--heads 8] [--dim 32] [--batch 1]
-//                      [--variants M2,M1,M2.6,sdpa] [--reps 3] [--device SEL]`
+//                      [--variants M2,M1,M2.6,AFA,AFA_FULL,AFA_FULL_IRLS2,RT,sdpa] [--reps 3] [--device SEL]`
 int bench_attention(const std::vector<std::string>& args);
 
 }  // namespace rfa::bench

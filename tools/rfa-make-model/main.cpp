@@ -25,7 +25,9 @@ const char* kUsage =
     "                      [--seq-len N] [--seed S] [--dtype f32|f16|bf16] [--set key=value ...]\n"
     "  --set adds or overrides a reference argument in config.json args (value as JSON: true, 0, 1.5).\n"
     "        --set 'attention_variant=\"afa\"' writes AFA layers (docs/variant-afa.md), with afa_mix and\n"
-    "        afa_precision=\"weighted\" adding their tensors; 'attention_variant=\"rt\"' RT-RFA layers\n"
+    "        afa_precision=\"weighted\" adding their tensors; 'attention_variant=\"afa_full\"' full AFA\n"
+    "        layers (the same tensors; docs/variant-afa-full.md), either with afa_irls_iterations=N tied\n"
+    "        iterations (and afa_irls_momentum); 'attention_variant=\"rt\"' RT-RFA layers\n"
     "        (docs/variant-rt.md; the RT block also wants norm=\"rms_norm\" and use_real_input_norm=false).\n";
 
 struct Opts {
@@ -140,7 +142,8 @@ int main(int argc, char** argv) {
     linear(p + "W_v", E, 2 * C);
     linear(p + "W_o", 2 * C, E);
   };
-  // AFA layers (--set 'attention_variant="afa"', docs/variant-afa.md §12): the RFA bank's
+  // AFA layers of either form (--set 'attention_variant="afa"' or "afa_full": the same tensors,
+  // docs/variant-afa.md §12, docs/variant-afa-full.md §6): the RFA bank's
   // frequencies, per conjugate pair a decay spread over (0, max) (raw logits -6..-1; pair 0 slowest),
   // noises near the RFA initialisation's targets, nu = alpha = 1.
   auto set_has = [&](const char* key, const char* needle) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "rfa/params.hpp"
 #include "rfa/status.hpp"
 
 namespace rfa {
@@ -29,6 +30,9 @@ struct DiagnosticsRequest {
   bool decayed = false;         // spectrum of A = Ahat E instead of Ahat (RFA heads with decay)
   bool spectrum = true;         // singular values of P (host, O(n^3)); rows, cols <= 1024
   bool keep_tilts = false;      // fill HeadDiagnostics::tilts
+  // AFA layers: the weights whose logs are the logits (rfa/params.hpp kAllChannels, kReweighting or a
+  // channel; docs/variant-afa-full.md §5). Other mechanisms: kAllChannels only.
+  int channel = kAllChannels;
 };
 
 // One query row i at the request's alpha, over every key the row attends to.

@@ -27,6 +27,9 @@ struct HeatmapRequest {
   bool log_scale = false;  // false: t = v / vmax; true: t = 1 + log10(v / vmax) / decades
   float vmax = 1.0f;       // the weight at the top of the colour scale
   float decades = 4.0f;    // log scale: the range [vmax 10^-decades, vmax]
+  // AFA layers: which weights (rfa/params.hpp kAllChannels, kReweighting or a channel c;
+  // docs/variant-afa-full.md §5). Other mechanisms: kAllChannels only.
+  int channel = -1;
 };
 
 // Colours (RGBA8 packed as R | G << 8 | B << 16 | A << 24) of cells without a weight.

@@ -33,12 +33,25 @@ class RFA_API Inspector {
   // Ahat (decayed = false) or A = Ahat * E (decayed = true), [rows][cols], masked entries 0.
   static constexpr int kCached = Session::kCached;
   Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed);
+  // The same in one of an AFA layer's views (rfa/params.hpp): `channel` c >= 0 (full AFA: Q_c and
+  // Q_c e_c, each row of Q_c sums to 1), kAllChannels (the call above) or kReweighting (full AFA: the
+  // reweighting map W, A = W; memory-optimised: the softmax). docs/variant-afa-full.md §5.
+  Result<std::vector<float>> attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed,
+                                       int channel);
   // Per row (docs/math.md §7), from the layer's own weights: RFA's Ahat and A = Ahat E; AFA's
   // softmax weight and its channel-mean decayed mass; RT-RFA's weight (A = Ahat).
   // Per query row, over all of its keys, which must still be cached: r0 = kCached starts at
   // first_full_row(), r1 = kCached ends at position().
   Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                       const double thresholds[4]);
+  // The same over an AFA layer's channel c (or kAllChannels; kReweighting is refused: W is not normalised).
+  Result<std::vector<RowDiagnostics>> row_diagnostics(int layer, int head, int b, int r0, int r1,
+                                                      const double thresholds[4], int channel);
+  // AFA layers with n > 1 tied iterations (docs/variant-afa-full.md §3): the iterates z_1 .. z_{n+1}
+  // of positions [r0, r1) of (layer, head, b), read from the passes' caches and rotated back into the
+  // eigenbasis in double: [n + 1][rows][2D] floats (Re, Im of each channel). z_1 is the value V, z_{n+1}
+  // the layer's estimate before the prediction. Other layers: Code::unsupported.
+  Result<std::vector<float>> iterates(int layer, int head, int b, int r0, int r1);
   // The oldest row whose keys are all still cached: oldest_position() without a window or while
   // nothing was evicted, else oldest_position() + window() - 1.
   int first_full_row() const;

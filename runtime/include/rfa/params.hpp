@@ -84,9 +84,18 @@ enum class PhaseSource : uint32_t { omega_t = 0, accumulated_rope = 1, accumulat
 // Which mechanism an attention layer runs: RFA (the paper), Adaptive Filter Attention, the
 // thesis RFA grew from, in its memory-optimised form (docs/variant-afa.md), or RT-RFA, RFA on the
 // sphere with magnitudes as confidences (docs/variant-rt.md).
-enum class AttentionVariant : uint32_t { rfa = 0, afa = 1, rt = 2 };
+// afa_full: AFA's full (anisotropic) form, per-channel precisions and normalisers
+// (docs/variant-afa-full.md); its parameters are AfaLayerParams as well.
+enum class AttentionVariant : uint32_t { rfa = 0, afa = 1, rt = 2, afa_full = 3 };
 // The mechanism's name ("RFA", "AFA", "RT-RFA"; "?" for an unknown value).
 RFA_API const char* attention_variant_name(AttentionVariant v);
+
+// Which weights the readouts of an AFA layer read (Inspector::attention, row_diagnostics,
+// HeatmapRequest::channel, DiagnosticsRequest::channel; docs/variant-afa-full.md §5): a channel
+// c >= 0 (full AFA: that channel's normalised weights Q_c; memory-optimised: the softmax, with A its
+// decay e_c), the channel mean (every mechanism's ordinary weights) or the reweighting map (full: W,
+// memory-optimised: the softmax; A = the map).
+constexpr int kAllChannels = -1, kReweighting = -2;
 
 // Where an AFA layer's scalar-per-pair score covariance v^C(l) comes from (docs/variant-afa.md §4).
 enum class AfaPrecision : uint32_t {
@@ -104,6 +113,10 @@ struct AfaLayerParams {
   bool mix = false;      // filtered <- (1 - sigmoid(delta_k)) V_ik + sigmoid(delta_k) filtered
   double eps = 1e-5;     // inside the score's log
   double pred_dt = 1.0;  // the prediction horizon h: est = e^{lambda_k h} filtered
+  // Tied iterations (docs/variant-afa-full.md §3): n passes of the layer with shared parameters, the
+  // later ones with Q = K = V = the previous estimate, mixed by the gate, plus momentum g (z_k - z_{k-1}).
+  int irls_iterations = 1;
+  double irls_momentum = 0.0;
   std::vector<double> mu, sigma2, eta2, gamma2, delta, weight;  // [heads * dim]; delta / weight may be empty
   std::vector<double> nu, alpha, weight_bias;                   // [heads]; weight_bias may be empty
 };

@@ -142,6 +142,10 @@ struct PairReadout {
 struct KernelCurves {
   std::vector<double> lags;
   std::vector<double> decay, vcov, precision, bias;  // [lags], for one head
+  // What the four curves are for the head's mechanism (head_curves fills them): short labels of
+  // decay, vcov, precision, bias, and one line saying what they are.
+  std::vector<std::string> names;
+  std::string what;
 };
 // The same curves computed on the host in double from the model's parameters (no GPU, no session):
 // what a panel can redraw every frame without waiting on the device. AFA layers
@@ -151,6 +155,20 @@ struct KernelCurves {
 // precision = P(lag) between tokens of unit magnitude, bias = beta_s log P (that pair's logit at
 // zero angular distance).
 RFA_API Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
+// ||W_V W_P - I||_F of an attention layer (the AFA thesis's basis consistency,
+// docs/variant-afa-full.md §5): W_V the complex value map [H D x d] (W_v's half-split rows, Re then Im), W_P the complex output
+// map with Re(W_P z) = W_o [Re z; Im z] (W_P = W_o's first H D columns - i its last); 0 when a value
+// taken into the eigenbasis and straight back out is unchanged. Its bias terms are left out.
+RFA_API Result<double> basis_consistency(const Model& m, int layer);
+// An AFA head's per-channel kernels at the given lags (docs/variant-afa.md §11, the thesis's
+// channel x lag maps): e_k(lag) = e^{-mu_k |lag|}, cov_k(lag) (sigma2 phi + eta2 e^2 + gamma2; the
+// full form adds eps) and P_k = 1 / cov_k, each [channels][lags]. Other mechanisms: Code::unsupported.
+struct ChannelCurves {
+  std::vector<double> lags;
+  int channels = 0;
+  std::vector<double> decay, cov, precision;  // [channels][lags]
+};
+RFA_API Result<ChannelCurves> channel_curves(const Model& m, int layer, int head, const std::vector<double>& lags);
 
 // One query row watched through asynchronous frames (Session::watch_row).
 struct WatchedRow {

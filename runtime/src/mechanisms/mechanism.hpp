@@ -52,8 +52,17 @@ class Mechanism {
   // ---- host-side readouts ----------------------------------------------------------------------
   // Head `head`'s kernel curves at `lags` (KernelCurves says what each mechanism puts there).
   virtual KernelCurves curves(const AttentionParams& p, int head, const std::vector<double>& lags) const = 0;
+  // What the curves are (KernelCurves::names and what, for the viewer's kernel panel): RFA's by default.
+  virtual void curve_labels(std::vector<std::string>& names, std::string& what) const {
+    names = {"E(lag)", "Vcov(lag)", "P(lag)", "B(lag)"};
+    what = "decay, covariance, precision, bias";
+  }
   // Whether A = Ahat times the curves' decay (RFA, AFA), or A = Ahat (RT-RFA: no decay).
   virtual bool decays_weights() const { return true; }
+  // Head `head`'s per-channel kernels (AFA; rfa::channel_curves); unsupported by default.
+  virtual Result<ChannelCurves> channel_curves(const AttentionParams&, int, const std::vector<double>&) const {
+    return unsupported("per-channel kernel curves");
+  }
   // HeadSummary::terms: one short line for the viewer's regimes table.
   virtual std::string head_terms(const AttentionParams& p, int head) const = 0;
   // The layer's lines of rfa-run --summary.
@@ -89,8 +98,23 @@ class Mechanism {
   // bindings: the table, the timestamps, Q~ and K~ and the per-token norms where the mechanism
   // reads them.
   virtual gpu::SpecConstants readout_spec(const AttentionParams& p, uint32_t mode) const = 0;
+  // The same in view `view` (rfa/params.hpp kAllChannels, kReweighting or a channel: which weights
+  // the readouts read, docs/variant-afa-full.md §5); check_view says whether the mechanism has it.
+  // Every mechanism has kAllChannels, its ordinary weights; the others are AFA's.
+  virtual gpu::SpecConstants readout_spec(const AttentionParams& p, uint32_t mode, int view) const {
+    (void)view;
+    return readout_spec(p, mode);
+  }
+  virtual Status check_view(const AttentionParams& p, int view) const;
   virtual std::vector<gpu::Binding> readout_inputs(const ops::AttentionWeightsGpu& w, const ops::AttentionCache& c,
                                                    const gpu::Buffer& timestamps) const = 0;
+  // The iterates of a layer with tied iterations (AFA, docs/variant-afa-full.md §3), per pass and
+  // in the caches' frame, for Inspector::iterates; empty where the layer has none.
+  struct Iterate {
+    const gpu::Buffer* buffer;
+    bool kv_f16;  // packed fp16 pairs (else fp32 pairs)
+  };
+  virtual std::vector<Iterate> iterates(const AttentionParams&, const ops::AttentionCache&) const { return {}; }
   // Per-head curves on the GPU (ops/rfa_probe.hpp record_rfa_curves); unsupported by default.
   virtual Status record_curves(gpu::Context& ctx, gpu::Recorder& rec, const ops::AttentionWeightsGpu& w,
                                const gpu::Buffer& lags, uint32_t n_lags, gpu::Buffer& out) const;
@@ -136,9 +160,7 @@ Status check_plain_frame_config(const Mechanism& m, const ModelConfig& c, bool a
                                 const char* doc);
 Status check_plain_frame_params(const Mechanism& m, const AttentionParams& p);
 
-// The registered mechanisms (mechanisms/registry.cpp, one line each).
-const Mechanism& rfa_mechanism();
-const Mechanism& afa_mechanism();
-const Mechanism& rt_mechanism();
+// The registered mechanisms: each folder defines its `<key>_mechanism()`, which
+// mechanisms/registry.cpp declares and lists (one line each).
 
 }  // namespace rfa::mech

@@ -7,11 +7,18 @@
 
 namespace rfa::mech {
 
+// Each defined in its mechanism's folder.
+const Mechanism& rfa_mechanism();
+const Mechanism& afa_mechanism();
+const Mechanism& rt_mechanism();
+const Mechanism& afa_full_mechanism();
+
 namespace {
 const std::vector<const Mechanism*>& registered() {
   static const std::vector<const Mechanism*> all = {
       &rfa_mechanism(),
       &afa_mechanism(),
+      &afa_full_mechanism(),
       &rt_mechanism(),
   };
   return all;
@@ -46,6 +53,12 @@ std::string mechanism_keys() {
 Status Mechanism::unsupported(const char* what) const {
   return make_error(Code::unsupported, std::string(what) + ": the layer is an " + name() + " layer; the " + what +
                                            " computes RFA's pair terms and has no " + name() + " form yet");
+}
+
+Status Mechanism::check_view(const AttentionParams&, int view) const {
+  if (view == kAllChannels) return Status::Ok();
+  return make_error(Code::unsupported, std::string("view ") + std::to_string(view) + ": the layer is an " + name() +
+                                           " layer, whose readouts have no channel or reweighting views (AFA's)");
 }
 
 Status Mechanism::record_curves(gpu::Context&, gpu::Recorder&, const ops::AttentionWeightsGpu&, const gpu::Buffer&,

@@ -6,9 +6,12 @@
 // a known key with a wrong type or value is rejected, naming the field.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "model/model.hpp"
 #include "rfa/status.hpp"
@@ -101,6 +104,11 @@ struct ModelConfig {
   bool afa_mix = false;
   double afa_eps = 1e-5;
   double afa_pred_dt = 1.0;
+  // The config's `args` object as read, and the file's label: a mechanism's own keys are read from
+  // it by the mechanism itself (model/config_fields.hpp, in Mechanism::check_config and load_params;
+  // AFA's tied iterations do), so a new key needs no field here. Null for a config made in code.
+  std::shared_ptr<const nlohmann::json> args_json;
+  std::string label = "config.json";
   // RT-RFA (docs/variant-rt.md §13): attention_variant "rt".
   RtCovariance rt_covariance = RtCovariance::stationary;
   RtKernel rt_kernel = RtKernel::student_t;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gpu/context.hpp"
 #include "gpu/memory.hpp"
@@ -63,6 +64,9 @@ struct AttentionCache {
   // Layers with an accumulated phase (AttentionParams::phase): the phase ring, (hi, lo) float pairs
   // [B, capacity, H*D] written by the scan pass before the rotation; invalid otherwise.
   gpu::Buffer theta;
+  // What a mechanism keeps per cache beyond these (AFA: the caches, row statistics and normalisers of
+  // the passes of its tied iterations), made by the mechanism's record_fused on first use.
+  std::vector<gpu::Buffer> mechanism_buffers;
   uint32_t oldest() const { return filled > capacity ? filled - capacity : 0; }
   uint64_t kv_bytes_per_component() const { return kv_f16 ? 4 : 8; }
   static Result<AttentionCache> create(gpu::Context& ctx, uint32_t batch, uint32_t heads, uint32_t dim,

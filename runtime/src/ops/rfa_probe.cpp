@@ -35,9 +35,10 @@ Status check_probe(const AttentionWeightsGpu& w, const AttentionCache& c, uint32
 // (unused in mode 1).
 Status dispatch_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& c,
                       const gpu::Buffer& timestamps, uint32_t mode, const ProbePush& push, uint64_t threads,
-                      gpu::Buffer& out0, gpu::Buffer& out1) {
+                      gpu::Buffer& out0, gpu::Buffer& out1, int view) {
   const mech::Mechanism& m = mech::mechanism_of(w.params());
-  const gpu::SpecConstants spec = m.readout_spec(w.params(), mode);
+  RFA_TRY(m.check_view(w.params(), view));
+  const gpu::SpecConstants spec = m.readout_spec(w.params(), mode, view);
   const std::string kernel = std::string(m.key()) + "_probe";
   auto pipe = ctx.pipelines().get<ProbePush>((c.kv_f16 ? kernel + "_kv16" : kernel).c_str(), spec);
   if (!pipe) return pipe.status();
@@ -52,7 +53,7 @@ Status dispatch_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeig
 
 Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const AttentionCache& c,
                         const gpu::Buffer& timestamps, uint32_t b, uint32_t head, uint32_t r0, uint32_t r1,
-                        uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out) {
+                        uint32_t c0, uint32_t c1, gpu::Buffer& ahat_out, gpu::Buffer& a_out, int view) {
   RFA_TRY(check_probe(w, c, b, head, r0, r1));
   if (c0 > c1 || c1 > c.filled || c0 < c.oldest())
     return make_error(Code::invalid_argument, "rfa probe: columns not within the positions still in the cache");
@@ -61,13 +62,17 @@ Status record_rfa_probe(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWe
   if (ahat_out.size < n * 4 || a_out.size < n * 4)
     return make_error(Code::invalid_argument, "rfa probe: output buffers smaller than rows x cols floats");
   const ProbePush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, {0, 0, 0, 0}};
-  return dispatch_probe(ctx, rec, w, c, timestamps, 0, push, n, ahat_out, a_out);
+  return dispatch_probe(ctx, rec, w, c, timestamps, 0, push, n, ahat_out, a_out, view);
 }
 
 Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                   const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b, uint32_t head,
-                                  uint32_t r0, uint32_t r1, const float thresholds[4], gpu::Buffer& out) {
+                                  uint32_t r0, uint32_t r1, const float thresholds[4], gpu::Buffer& out,
+                                  int view) {
   RFA_TRY(check_probe(w, c, b, head, r0, r1));
+  if (view == kReweighting)
+    return make_error(Code::invalid_argument, "rfa row diagnostics: the reweighting map W is not normalised; its "
+                                              "rows have no entropy (use a channel or kAllChannels)");
   const uint32_t rows = r1 - r0;
   if (rows == 0) return Status::Ok();
   if (out.size < (uint64_t)rows * 8 * 4)
@@ -81,7 +86,7 @@ Status record_rfa_row_diagnostics(gpu::Context& ctx, gpu::Recorder& rec, const A
   const ProbePush push{b, head, r0, r1, 0, 0, c.capacity, c.heads, c.filled, c.window,
                        {thresholds[0], thresholds[1], thresholds[2], thresholds[3]}};
   // The rectangle output is unused in this mode: `out` is bound there too (read by nobody).
-  return dispatch_probe(ctx, rec, w, c, timestamps, 1, push, rows, out, out);
+  return dispatch_probe(ctx, rec, w, c, timestamps, 1, push, rows, out, out, view);
 }
 
 Status record_rfa_curves(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w, const gpu::Buffer& lags,

@@ -19,9 +19,11 @@ namespace {
 using shader::TomographyPush;
 
 // The layer's mechanism's tomography shader (<key>_tomography) in `mode`.
-Result<gpu::Kernel<TomographyPush>> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode, bool kv_f16) {
+Result<gpu::Kernel<TomographyPush>> tomography_pipeline(gpu::Context& ctx, const AttentionParams& p, uint32_t mode,
+                                                        bool kv_f16, int view) {
   const mech::Mechanism& m = mech::mechanism_of(p);
-  const gpu::SpecConstants spec = m.readout_spec(p, mode);
+  RFA_TRY(m.check_view(p, view));
+  const gpu::SpecConstants spec = m.readout_spec(p, mode, view);
   const std::string kernel = std::string(m.key()) + "_tomography";
   return ctx.pipelines().get<TomographyPush>((kv_f16 ? kernel + "_kv16" : kernel).c_str(), spec);
 }
@@ -76,13 +78,13 @@ Status check_rows(const AttentionWeightsGpu& w, const AttentionCache& c, uint32_
 
 Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                   const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b, uint32_t head,
-                                  uint32_t r0, uint32_t r1, float alpha, gpu::Buffer& rows_out) {
+                                  uint32_t r0, uint32_t r1, float alpha, gpu::Buffer& rows_out, int view) {
   RFA_TRY(check_rows(w, c, b, head, r0, r1, alpha));
   const uint32_t rows = r1 - r0;
   if (rows_out.size < (uint64_t)rows * kTomographyRowStride * 4)
     return make_error(Code::invalid_argument, "rfa tomography: row output smaller than rows x " +
                                                   std::to_string(kTomographyRowStride) + " floats");
-  auto pipe = tomography_pipeline(ctx, w.params(), 0, c.kv_f16);
+  auto pipe = tomography_pipeline(ctx, w.params(), 0, c.kv_f16, view);
   if (!pipe) return pipe.status();
   // One workgroup per row, at most 65535 per dispatch (the minimum Vulkan guarantees).
   for (uint32_t first = 0; first < rows; first += 65535) {
@@ -97,7 +99,7 @@ Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const A
 Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                     const AttentionCache& c, const gpu::Buffer& timestamps, uint32_t b,
                                     uint32_t head, uint32_t r0, uint32_t r1, uint32_t c0, uint32_t c1, float alpha,
-                                    bool decayed, const gpu::Buffer& rows_in, gpu::Buffer& p_out) {
+                                    bool decayed, const gpu::Buffer& rows_in, gpu::Buffer& p_out, int view) {
   RFA_TRY(check_rows(w, c, b, head, r0, r1, alpha));
   if (c0 >= c1 || c1 > c.filled || c0 < c.oldest())
     return make_error(Code::invalid_argument, "rfa tomography: columns " + range(c0, c1) +
@@ -110,7 +112,7 @@ Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const
   if (cells > 65535ull * 64)
     return make_error(Code::invalid_argument, "rfa tomography: rectangle of " + std::to_string(cells) +
                                                   " cells exceeds the 65535 x 64 cells of one dispatch");
-  auto pipe = tomography_pipeline(ctx, w.params(), 1, c.kv_f16);
+  auto pipe = tomography_pipeline(ctx, w.params(), 1, c.kv_f16, view);
   if (!pipe) return pipe.status();
   TomographyPush push{b, head, r0, r1, c0, c1, c.capacity, c.heads, c.filled, c.window, alpha, decayed ? 1u : 0u, 0};
   rec.dispatch(*pipe, tomography_bindings(w, c, timestamps, gpu::in(rows_in), gpu::out(p_out)), push,

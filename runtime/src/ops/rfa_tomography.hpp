@@ -40,8 +40,11 @@ enum TomographyRow : uint32_t {
 // layer, every key of their band still in the ring. alpha must be finite and > 0.
 Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                   const AttentionCache& cache, const gpu::Buffer& timestamps, uint32_t b,
-                                  uint32_t head, uint32_t r0, uint32_t r1, float alpha, gpu::Buffer& rows_out);
+                                  uint32_t head, uint32_t r0, uint32_t r1, float alpha, gpu::Buffer& rows_out,
+                                  int view = kAllChannels);
 
+// `view` (both calls alike): the weights of an AFA layer the logits are the logs of (rfa/params.hpp;
+// docs/variant-afa-full.md §5); other mechanisms have kAllChannels only.
 // P(alpha) over rows [r0, r1) x cols [c0, c1): [rows, cols] floats, row i normalised over all its keys
 // (so a column window holds part of each row's mass), times the probe's A / Ahat when `decayed`
 // (RFA: E; AFA: the channel-mean decay; RT-RFA: 1); masked entries 0.
@@ -50,6 +53,7 @@ Status record_rfa_tomography_rows(gpu::Context& ctx, gpu::Recorder& rec, const A
 Status record_rfa_tomography_matrix(gpu::Context& ctx, gpu::Recorder& rec, const AttentionWeightsGpu& w,
                                     const AttentionCache& cache, const gpu::Buffer& timestamps, uint32_t b,
                                     uint32_t head, uint32_t r0, uint32_t r1, uint32_t c0, uint32_t c1, float alpha,
-                                    bool decayed, const gpu::Buffer& rows_in, gpu::Buffer& p_out);
+                                    bool decayed, const gpu::Buffer& rows_in, gpu::Buffer& p_out,
+                                    int view = kAllChannels);
 
 }  // namespace rfa::ops

@@ -1,5 +1,7 @@
 #include "reference/afa_ref.hpp"
 
+#include "reference/afa_rows.hpp"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -13,37 +15,17 @@ constexpr double kPi = 3.14159265358979323846;
 
 cd cis(double angle) { return cd(std::cos(angle), std::sin(angle)); }
 
-double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
 std::string hk(int h, int k) { return "[h=" + std::to_string(h) + "][k=" + std::to_string(k) + "]"; }
 
-Status bad(const std::string& msg) { return make_error(Code::invalid_argument, "afa reference: " + msg); }
-
-size_t at(const AfaParams& p, int h, int k) { return (size_t)h * (size_t)p.dim + (size_t)k; }
+using detail::afa_at;
+using detail::afa_bad;
+Status bad(const std::string& msg) { return afa_bad(msg); }
+size_t at(const AfaParams& p, int h, int k) { return afa_at(p, h, k); }
+double sigmoid(double x) { return detail::afa_sigmoid(x); }
+cd transport(const AfaParams& p, int h, int k, double lag) { return detail::afa_transport(p, h, k, lag); }
+double time_of(const std::vector<double>& t, int N, int b, int i) { return detail::afa_time_of(t, N, b, i); }
 
 double gamma2_of(const AfaParams& p, int h, int k) { return p.gamma2.empty() ? 0.0 : p.gamma2[at(p, h, k)]; }
-
-// The unitary case scores phases only: each channel of Q and K is projected to unit modulus (a zero
-// stays zero: it has no phase).
-cd unit(cd z) {
-  const double a = std::abs(z);
-  return a > 0.0 ? z / a : cd(0.0, 0.0);
-}
-
-double time_of(const std::vector<double>& t, int N, int b, int i) {
-  return t.empty() ? (double)i : t[(size_t)b * (size_t)N + (size_t)i];
-}
-
-// e^{lambda_k l} for one channel, formed from the lag: the decay uses |l| (only non-causal layers
-// see l < 0), the phase the signed lag.
-cd transport(const AfaParams& p, int h, int k, double lag) {
-  return std::exp(-afa_mu(p, h, k) * std::fabs(lag)) * cis(p.omega[at(p, h, k)] * lag);
-}
-
-// The prediction factor e^{lambda_k h} (h >= 0).
-cd predict(const AfaParams& p, int h, int k, double horizon) {
-  return std::exp(-afa_mu(p, h, k) * horizon) * cis(p.omega[at(p, h, k)] * horizon);
-}
 
 Status check_vector(const AfaParams& p, const std::vector<double>& v, const char* name, bool may_be_empty) {
   const size_t HD = (size_t)p.heads * (size_t)p.dim;
@@ -66,8 +48,36 @@ Status check_nonneg(const AfaParams& p, const std::vector<double>& v, const char
   return Status::Ok();
 }
 
-Status check_inputs(const AfaParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
-                    const std::vector<cd>& V, const std::vector<double>& t) {
+}  // namespace
+
+namespace detail {
+
+size_t afa_at(const AfaParams& p, int h, int k) { return (size_t)h * (size_t)p.dim + (size_t)k; }
+
+double afa_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+Status afa_bad(const std::string& msg) { return make_error(Code::invalid_argument, "afa reference: " + msg); }
+
+// The unitary case scores phases only: each channel of Q and K is projected to unit modulus (a zero
+// stays zero: it has no phase).
+cd afa_scored(const AfaParams& p, cd z) {
+  if (!p.unitary) return z;
+  const double a = std::abs(z);
+  return a > 0.0 ? z / a : cd(0.0, 0.0);
+}
+
+double afa_time_of(const std::vector<double>& t, int N, int b, int i) {
+  return t.empty() ? (double)i : t[(size_t)b * (size_t)N + (size_t)i];
+}
+
+// e^{lambda_k l} for one channel, formed from the lag: the decay uses |l| (only non-causal layers
+// see l < 0), the phase the signed lag.
+cd afa_transport(const AfaParams& p, int h, int k, double lag) {
+  return std::exp(-afa_mu(p, h, k) * std::fabs(lag)) * cis(p.omega[afa_at(p, h, k)] * lag);
+}
+
+Status afa_check_inputs(const AfaParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
+                        const std::vector<cd>& V, const std::vector<double>& t) {
   RFA_TRY(afa_check_params(p));
   if (B < 0) return bad("B = " + std::to_string(B) + " is negative");
   if (N < 0) return bad("N = " + std::to_string(N) + " is negative");
@@ -100,17 +110,15 @@ Status check_inputs(const AfaParams& p, int B, int N, const std::vector<cd>& Q, 
   return Status::Ok();
 }
 
-Status check_horizon(double h, const std::string& where) {
+Status afa_check_horizon(double h, const std::string& where) {
   if (!std::isfinite(h) || h < 0.0) return bad(where + " = " + std::to_string(h) + " must be finite and >= 0");
   return Status::Ok();
 }
 
-// One query row of head h: keys/values j = 0..nk-1 at K + j*stride, V + j*stride (head h's D
-// values), timestamps tk[j]. Shared by the prefill and the decode step, so both answer the same
-// definition; v_self is the query position's own value (the mix).
-void afa_row(const AfaParams& p, int h, const cd* q, double ti, int nk, const cd* K, const cd* V, size_t stride,
-             const double* tk, const cd* v_self, double horizon, cd* filtered, cd* est, double* attn,
-             double* row_max, double* row_lse) {
+// One query row of the memory-optimised form (docs/variant-afa.md §4): the softmax over the row of
+// alpha^2 L, then every value transported to t_i by its own channel's e^{lambda_k (t_i - t_j)}.
+void afa_softmax_row(const AfaParams& p, int h, const cd* q, double ti, int nk, const cd* K, const cd* V,
+                     size_t stride, const double* tk, AfaRowOut* o) {
   const int D = p.dim;
   std::vector<double> logit((size_t)nk);
   double m = -kInf;
@@ -133,25 +141,18 @@ void afa_row(const AfaParams& p, int h, const cd* q, double ti, int nk, const cd
     for (int j = 0; j < nk; ++j) w[(size_t)j] = std::exp(logit[(size_t)j] - m) / l;
     lse = m + std::log(l);
   }
-  *row_max = m;
-  *row_lse = lse;
-  if (attn)
-    for (int j = 0; j < nk; ++j) attn[j] = w[(size_t)j];
-
-  // Aggregation: every value transported to t_i by its own channel's e^{lambda_k (t_i - t_j)}.
+  o->row_max = m;
+  o->row_lse = lse;
+  if (o->attn)
+    for (int j = 0; j < nk; ++j) o->attn[j] = w[(size_t)j];
   for (int k = 0; k < D; ++k) {
     cd acc(0.0, 0.0);
     for (int j = 0; j < nk; ++j) acc += w[(size_t)j] * transport(p, h, k, ti - tk[j]) * V[(size_t)j * stride + k];
-    if (p.mix) {
-      const double s = sigmoid(p.delta[at(p, h, k)]);
-      acc = (1.0 - s) * v_self[k] + s * acc;
-    }
-    filtered[k] = acc;
-    est[k] = predict(p, h, k, horizon) * acc;
+    o->zbar[k] = acc;
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 Status afa_check_params(const AfaParams& p) {
   if (p.heads < 1) return bad("params.heads = " + std::to_string(p.heads) + " must be >= 1");
@@ -182,7 +183,7 @@ Status afa_check_params(const AfaParams& p) {
     if (!(std::isfinite(hp.nu) && hp.nu > 0.0)) return bad(at_h + "nu = " + std::to_string(hp.nu) + " must be > 0");
     if (!std::isfinite(hp.alpha)) return bad(at_h + "alpha is not finite");
     if (!(std::isfinite(hp.eps) && hp.eps >= 0.0)) return bad(at_h + "eps = " + std::to_string(hp.eps) + " must be >= 0");
-    RFA_TRY(check_horizon(hp.pred_dt, at_h + "pred_dt"));
+    RFA_TRY(detail::afa_check_horizon(hp.pred_dt, at_h + "pred_dt"));
     if (p.precision == AfaPrecision::one_channel && (hp.precision_channel < 0 || hp.precision_channel >= p.dim))
       return bad(at_h + "precision_channel = " + std::to_string(hp.precision_channel) + " is not in [0, dim)");
     if (p.precision == AfaPrecision::weighted) {
@@ -193,7 +194,24 @@ Status afa_check_params(const AfaParams& p) {
       // Every weight zero would make the precision 0 and v^C infinite at every lag: no row is defined.
       if (!(total > 0.0)) return bad("params.weight[h=" + std::to_string(h) + "] and weight_bias are all zero");
     }
+    // The full form divides by cov_k + eps: it must stay positive at every lag
+    // (docs/variant-afa-full.md §2): at lag 0 it is eta2 + gamma2 + eps, far out sigma2 phi + gamma2 + eps (the eta2 term decays).
+    for (int k = 0; p.full && k < p.dim; ++k) {
+      const double g2 = gamma2_of(p, h, k), floor = g2 + hp.eps;
+      if (!(p.eta2[at(p, h, k)] + floor > 0.0))
+        return bad("params.eta2" + hk(h, k) + " + gamma2 + eps is 0: the full form's precision at lag 0 is infinite");
+      if (!(p.sigma2[at(p, h, k)] > 0.0 || floor > 0.0 || afa_mu(p, h, k) == 0.0))
+        return bad("params.sigma2" + hk(h, k) + " + gamma2 + eps is 0 on a decaying channel: the full form's "
+                   "covariance tends to 0 with the lag (its precision to infinity)");
+    }
   }
+  if (p.full && p.precision != AfaPrecision::channel_sum)
+    return bad("params.precision: the full form has per-channel precisions (use channel_sum)");
+  if (p.irls_iterations < 1 || p.irls_iterations > kAfaMaxIrlsIterations)
+    return bad("params.irls_iterations = " + std::to_string(p.irls_iterations) + " is not in [1, " +
+               std::to_string(kAfaMaxIrlsIterations) + "]");
+  if (!(std::isfinite(p.irls_momentum) && p.irls_momentum >= 0.0 && p.irls_momentum < 1.0))
+    return bad("params.irls_momentum = " + std::to_string(p.irls_momentum) + " is not in [0, 1)");
   return Status::Ok();
 }
 
@@ -260,8 +278,8 @@ AfaPairTerms afa_pair_terms(const AfaParams& p, int h, const cd* q, const cd* k,
   r.vC = afa_score_variance(p, h, r.lag);
   double R2 = 0.0;
   for (int c = 0; c < p.dim; ++c) {
-    const cd qc = p.unitary ? unit(q[c]) : q[c];
-    const cd kc = p.unitary ? unit(k[c]) : k[c];
+    const cd qc = detail::afa_scored(p, q[c]);
+    const cd kc = detail::afa_scored(p, k[c]);
     R2 += std::norm(transport(p, h, c, r.lag) * kc - qc);  // the key transported to t_i, minus the query
   }
   r.R2 = R2;
@@ -270,105 +288,6 @@ AfaPairTerms afa_pair_terms(const AfaParams& p, int h, const cd* q, const cd* k,
   const double a2 = hp.alpha * hp.alpha;
   r.logit = a2 == 0.0 ? 0.0 : a2 * r.L;  // alpha = 0: uniform weights, even where L is infinite
   return r;
-}
-
-Status afa_forward(const AfaParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
-                   const std::vector<cd>& V, const std::vector<double>& t, AfaOutputs* out, const AfaOptions& opt) {
-  RFA_TRY(check_inputs(p, B, N, Q, K, V, t));
-  if (opt.window < 0) return bad("options.window is " + std::to_string(opt.window) + ", must be >= 0");
-  if (opt.window > 0 && !p.causal) return bad("options.window needs a causal layer (params.causal is false)");
-  if (opt.horizon) {
-    if (opt.horizon->size() != (size_t)B * (size_t)N)
-      return bad("options.horizon holds " + std::to_string(opt.horizon->size()) + " values, B*N = " +
-                 std::to_string((size_t)B * N));
-    for (size_t x = 0; x < opt.horizon->size(); ++x)
-      RFA_TRY(check_horizon((*opt.horizon)[x], "options.horizon[" + std::to_string(x) + "]"));
-  }
-  const int H = p.heads, D = p.dim;
-  const size_t rows = (size_t)B * H * N;
-  AfaOutputs& o = *out;
-  o = AfaOutputs{};
-  o.B = B;
-  o.N = N;
-  o.H = H;
-  o.D = D;
-  o.filtered.assign((size_t)B * N * H * D, cd(0, 0));
-  o.est.assign((size_t)B * N * H * D, cd(0, 0));
-  o.row_max.assign(rows, -kInf);
-  o.row_lse.assign(rows, -kInf);
-  if (opt.want_matrices) o.attn.assign(rows * (size_t)N, 0.0);
-
-  const size_t stride = (size_t)H * D;
-  std::vector<double> tk((size_t)N);
-  for (int b = 0; b < B; ++b) {
-    for (int j = 0; j < N; ++j) tk[(size_t)j] = time_of(t, N, b, j);
-    for (int h = 0; h < H; ++h)
-      for (int i = 0; i < N; ++i) {
-        const size_t r = ((size_t)b * H + h) * N + i;
-        const size_t self = (((size_t)b * N + i) * H + h) * D;
-        const size_t first = ((size_t)b * N * H + h) * D;  // position 0 of sequence b, head h
-        // A window W: keys [i - W + 1, i] only (a banded causal mask).
-        const int j0 = opt.window > 0 && i + 1 > opt.window ? i + 1 - opt.window : 0;
-        const int nk = (p.causal ? i + 1 : N) - j0;
-        const double horizon = opt.horizon ? (*opt.horizon)[(size_t)b * N + i] : p.head[(size_t)h].pred_dt;
-        afa_row(p, h, Q.data() + self, tk[(size_t)i], nk, K.data() + first + (size_t)j0 * stride,
-                V.data() + first + (size_t)j0 * stride, stride, tk.data() + j0, V.data() + self, horizon,
-                o.filtered.data() + self, o.est.data() + self,
-                opt.want_matrices ? o.attn.data() + r * N + j0 : nullptr, &o.row_max[r], &o.row_lse[r]);
-      }
-  }
-  return Status::Ok();
-}
-
-Status afa_decode_reset(const AfaParams& p, AfaDecodeState* st) {
-  RFA_TRY(afa_check_params(p));
-  if (!p.causal) return bad("decode needs a causal layer (params.causal is false)");
-  *st = AfaDecodeState{};
-  st->H = p.heads;
-  st->D = p.dim;
-  return Status::Ok();
-}
-
-Status afa_decode_step(const AfaParams& p, AfaDecodeState* st, const cd* q, const cd* k, const cd* v, double t,
-                       AfaStepOutput* out, const double* horizon) {
-  RFA_TRY(afa_check_params(p));
-  if (!p.causal) return bad("decode needs a causal layer (params.causal is false)");
-  if (st->H != p.heads || st->D != p.dim)
-    return bad("decode state was made for H = " + std::to_string(st->H) + ", D = " + std::to_string(st->D) +
-               " (call afa_decode_reset)");
-  if (!q || !k || !v) return bad(std::string("decode step: ") + (!q ? "q" : !k ? "k" : "v") + " is null");
-  const int H = p.heads, D = p.dim;
-  const size_t HD = (size_t)H * D;
-  for (size_t x = 0; x < HD; ++x)
-    for (const auto& [z, name] : {std::pair{q, "q"}, std::pair{k, "k"}, std::pair{v, "v"}})
-      if (!std::isfinite(z[x].real()) || !std::isfinite(z[x].imag()))
-        return make_error(Code::input_error, std::string("afa reference: decode step ") + name + "[" +
-                                                 std::to_string(x) + "] is not finite");
-  if (!std::isfinite(t)) return make_error(Code::input_error, "afa reference: decode step t is not finite");
-  if (st->n > 0 && t < st->t.back())
-    return make_error(Code::input_error, "afa reference: decode step t = " + std::to_string(t) +
-                                             " is earlier than the previous position's " + std::to_string(st->t.back()));
-  if (horizon) RFA_TRY(check_horizon(*horizon, "decode step horizon"));
-
-  // The state grows by this position's key, value and time; then the row is the prefill's row.
-  st->K.insert(st->K.end(), k, k + HD);
-  st->V.insert(st->V.end(), v, v + HD);
-  st->t.push_back(t);
-  st->n += 1;
-  const int n = st->n;
-  AfaStepOutput& o = *out;
-  o.filtered.assign(HD, cd(0, 0));
-  o.est.assign(HD, cd(0, 0));
-  o.row_max.assign((size_t)H, -kInf);
-  o.row_lse.assign((size_t)H, -kInf);
-  o.attn.assign((size_t)H * n, 0.0);
-  for (int h = 0; h < H; ++h) {
-    const double hz = horizon ? *horizon : p.head[(size_t)h].pred_dt;
-    afa_row(p, h, q + (size_t)h * D, t, n, st->K.data() + (size_t)h * D, st->V.data() + (size_t)h * D, HD,
-            st->t.data(), v + (size_t)h * D, hz, o.filtered.data() + (size_t)h * D, o.est.data() + (size_t)h * D,
-            o.attn.data() + (size_t)h * n, &o.row_max[(size_t)h], &o.row_lse[(size_t)h]);
-  }
-  return Status::Ok();
 }
 
 Status afa_channel_info(const AfaParams& p, int h, std::vector<AfaChannelInfo>* info) {
@@ -507,6 +426,9 @@ AfaParams afa_twin_params(const AttentionParams& p) {
     hp.weight_bias = f.weight_bias.empty() ? 0.0 : f.weight_bias[(size_t)h];
   }
   a.precision = f.precision;
+  a.full = p.variant == AttentionVariant::afa_full;
+  a.irls_iterations = f.irls_iterations;
+  a.irls_momentum = f.irls_momentum;
   a.unitary = f.unitary;
   a.causal = p.sw.causal;
   a.mix = f.mix;

@@ -1,5 +1,8 @@
-// The double-precision CPU twin of Adaptive Filter Attention (AFA), memory-optimised form: one
-// scalar weight per query-key pair, per-channel transport of keys and values (docs/variant-afa.md).
+// The double-precision CPU twin of Adaptive Filter Attention (AFA): the memory-optimised form (one
+// scalar weight per query-key pair, per-channel transport of keys and values; docs/variant-afa.md),
+// the full (anisotropic) form (per-channel precisions, one Mahalanobis reweighting per pair and
+// per-channel normalisers; docs/variant-afa-full.md, afa_full_ref.cpp) and tied iterations of
+// either (IRLS with the mix and momentum; afa_layer_ref.cpp).
 // It is the tests' oracle for a future GPU path, so it is written from the definitions, not from
 // any fast algebra:
 //  * every per-pair, per-channel transport e^{lambda_k (t_i - t_j)} is formed from the lag
@@ -43,6 +46,9 @@ struct AfaHeadParams {
   double weight_bias = 0.0;   // b of AfaPrecision::weighted (>= 0; the thesis's beta^2)
 };
 
+// The most tied iterations a layer may run (the GPU keeps a cache per iteration).
+constexpr int kAfaMaxIrlsIterations = 16;
+
 struct AfaParams {
   int heads = 0, dim = 0;           // H, D (D complex channels per head)
   std::vector<double> lambda_re;    // [H][D] Re(lambda_k) = -mu_k, <= 0
@@ -57,6 +63,15 @@ struct AfaParams {
   bool unitary = false;  // the thesis's unitary case: Re(lambda) taken as 0, Q and K projected to unit modulus per channel
   bool causal = true;
   bool mix = false;      // filtered <- (1 - sigmoid(delta_k)) V_ik + sigmoid(delta_k) filtered
+  // The full (anisotropic) form (docs/variant-afa-full.md §2): per pair and channel the precision
+  // P_k = 1 / (cov_k(l) + eps), the reweighting W = (1 + sum_k P_k |r_k|^2 / nu)^(-alpha^2) and the
+  // per-channel normalised weights Q_k = W P_k / sum_j W P_k. `precision` must stay channel_sum.
+  bool full = false;
+  // Tied iterations (docs/variant-afa-full.md §3, the thesis's IRLS): z1 = V, z2 = mix(z1, AFA(Q, K,
+  // V)), z_{k+1} = mix(z_k, AFA(z_k, z_k, z_k)) + momentum (z_k - z_{k-1}) for k = 2..n; the
+  // prediction of z_{n+1}. mix uses the gate sigmoid(delta_k) with `mix`, else 1.
+  int irls_iterations = 1;     // n >= 1 (1: one ordinary layer)
+  double irls_momentum = 0.0;  // g in [0, 1)
 };
 
 // A model's AFA layer (rfa::AttentionParams with variant afa, docs/variant-afa.md §12) in this
@@ -83,8 +98,8 @@ AfaChannelKernel afa_channel_kernel(const AfaParams& p, int h, int k, double lag
 // The score's scalar covariance v^C(l) for the head's precision source (before nu).
 double afa_score_variance(const AfaParams& p, int h, double lag);
 
-// One query-key pair of head h; q and k are the head's D raw values (the unitary projection is
-// applied here). Masking is the caller's business.
+// One query-key pair of head h of the memory-optimised form; q and k are the head's D raw values (the
+// unitary projection is applied here). Masking is the caller's business.
 struct AfaPairTerms {
   double lag = 0;    // t_i - t_j
   double vC = 0;     // afa_score_variance at the lag
@@ -95,19 +110,40 @@ struct AfaPairTerms {
 };
 AfaPairTerms afa_pair_terms(const AfaParams& p, int h, const cd* q, const cd* k, double t_i, double t_j);
 
+// One query-key pair of head h of the full form (equations A3-A6 of docs/variant-afa-full.md §2),
+// every term as defined: per channel the decay, covariance, precision P_k = 1 / (cov_k + eps) and the
+// residual r_k = e^{lambda_k l} k_k - q_k; D2 = sum_k P_k |r_k|^2, W = (1 + D2 / nu)^(-alpha^2) and
+// the unnormalised per-channel weights W P_k.
+struct AfaFullPairTerms {
+  double lag = 0;
+  std::vector<double> E, cov, P;  // [D]
+  std::vector<cd> r;              // [D]
+  double D2 = 0, W = 0;
+  std::vector<double> WP;         // [D]
+};
+AfaFullPairTerms afa_full_pair_terms(const AfaParams& p, int h, const cd* q, const cd* k, double t_i, double t_j);
+
 struct AfaOptions {
   bool want_matrices = false;                // fill AfaOutputs::attn
   const std::vector<double>* horizon = nullptr;  // [B][N] prediction horizons (>= 0); null: pred_dt
   int window = 0;  // causal only: W > 0 lets query i see keys [i - W + 1, i] (a banded mask); 0: all
+  bool want_iterates = false;  // fill AfaOutputs::iterates
 };
 
 struct AfaOutputs {
   int B = 0, N = 0, H = 0, D = 0;
   std::vector<cd> filtered;     // Z_bar after the optional mix, before the prediction [B][N][H][D]
   std::vector<cd> est;          // the prediction e^{lambda_k h_i} Z_bar [B][N][H][D]
-  std::vector<double> attn;     // softmax weights Q_ij [B][H][N][N] (zeros where masked), only with want_matrices
-  std::vector<double> row_max;  // max_j logit_ij [B][H][N]
-  std::vector<double> row_lse;  // logsumexp_j logit_ij (+inf when some arg is 0)
+  // The first iteration's weights, with want_matrices, zeros where masked: the softmax weights Q_ij
+  // (memory-optimised) or the channel mean (1/D) sum_k Q_k,ij of the per-channel weights (full)
+  // [B][H][N][N]; full only: the per-channel weights Q_k,ij [B][H][D][N][N] and the reweighting map
+  // W_ij [B][H][N][N].
+  std::vector<double> attn, channel_attn, reweight;
+  // The first iteration's row statistics [B][H][N]: memory-optimised, max_j logit_ij and
+  // logsumexp_j logit_ij (+inf when some arg is 0); full, 0 and (1/D) sum_k log den_k.
+  std::vector<double> row_max, row_lse;
+  std::vector<double> den;      // full: the normalisers den_k = sum_j W_ij P_k(l_ij) [B][H][N][D]
+  std::vector<cd> iterates;     // with want_iterates: z_1 .. z_{n+1} [n+1][B][N][H][D] (z_1 = V)
 };
 
 // One AFA layer. t may be empty (t = 0..N-1 for every sequence).
@@ -115,11 +151,14 @@ Status afa_forward(const AfaParams& p, int B, int N, const std::vector<cd>& Q, c
                    const std::vector<cd>& V, const std::vector<double>& t, AfaOutputs* out, const AfaOptions& opt = {});
 
 // Decode: the state of one sequence is every past position's key and value ([n][H][D], as given:
-// the twin transports from the lag, so it needs no rotated copies) and timestamp. A step appends
-// the new position and answers its row; the result equals afa_forward's row for that position.
+// the twin transports from the lag, so it needs no rotated copies), its iterates z_2 .. z_n (tied
+// iterations: every iteration's estimates at past positions never change, so each keeps its own
+// cache) and timestamp. A step appends the new position and answers its row; the result equals
+// afa_forward's row for that position.
 struct AfaDecodeState {
-  int H = 0, D = 0, n = 0;
+  int H = 0, D = 0, n = 0, iterations = 1;
   std::vector<cd> K, V;   // [n][H][D]
+  std::vector<cd> Z;      // [n][iterations - 1][H][D]: z_2 .. z_n
   std::vector<double> t;  // [n]
 };
 struct AfaStepOutput {

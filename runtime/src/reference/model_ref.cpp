@@ -47,7 +47,8 @@ Status check_attention_layer(const AttentionLayer& L, int d_e, const std::string
 // One AFA layer through the AFA twin, its outputs in the RFA twin's form: est, the weights Ahat,
 // the decayed weights A and the row statistics. AFA decays each channel by its own e^{-mu_k |l|},
 // so A is the contract's mean decayed mass (docs/variant-afa.md §11, what the GPU probe writes):
-// A_ij = Ahat_ij (1/D) sum_k e^{-mu_k |t_i - t_j|}, formed here from the lag.
+// A_ij = Ahat_ij (1/D) sum_k e^{-mu_k |t_i - t_j|}, formed here from the lag (full AFA: the channel
+// mean of each channel's weight times its decay).
 Status afa_attention(const AttentionParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
                      const std::vector<cd>& V, const std::vector<double>& t, AttentionOutputs* o,
                      const AttentionOptions& opt) {
@@ -66,19 +67,22 @@ Status afa_attention(const AttentionParams& p, int B, int N, const std::vector<c
   o->Ahat = r.attn;
   o->A = std::move(r.attn);
   if (opt.want_matrices) {
+    // A_ij = (1/D) sum_k w_k,ij e^{-mu_k |l_ij|}: w_k the softmax weight of every channel
+    // (memory-optimised) or channel k's own weight Q_k,ij (full; docs/variant-afa-full.md §5).
     const AfaParams twin = afa_twin_params(p);
     const int H = p.heads, D = p.dim;
+    const bool full = !r.channel_attn.empty();
     auto time = [&](int b, int i) { return t.empty() ? (double)i : t[(size_t)b * N + i]; };
     for (int b = 0; b < B; ++b)
       for (int h = 0; h < H; ++h)
         for (int i = 0; i < N; ++i)
           for (int j = 0; j < N; ++j) {
-            double& a = o->A[(((size_t)b * H + h) * N + i) * N + j];
-            if (a == 0.0) continue;  // masked, or no weight
-            const double lag = std::fabs(time(b, i) - time(b, j));
-            double mean = 0;
-            for (int k = 0; k < D; ++k) mean += std::exp(-afa_mu(twin, h, k) * lag);
-            a *= mean / D;
+            const size_t cell = (((size_t)b * H + h) * N + i) * N + j;
+            double a = 0;
+            for (int k = 0; k < D; ++k)
+              a += (full ? r.channel_attn[((((size_t)b * H + h) * D + k) * N + i) * N + j] : o->Ahat[cell]) *
+                   std::exp(-afa_mu(twin, h, k) * std::fabs(time(b, i) - time(b, j)));
+            o->A[cell] = a / D;
           }
   }
   o->row_max = r.row_max;
@@ -132,7 +136,7 @@ Result<std::vector<double>> attention_layer(const AttentionLayer& layer, int B, 
   const std::vector<cd> V = split_complex(linear(layer.wv, x, rows), rows, H, D);
   AttentionOutputs local;
   AttentionOutputs* o = out ? out : &local;
-  if (layer.params.variant == AttentionVariant::afa) RFA_TRY(afa_attention(layer.params, B, N, Q, K, V, t, o, opt));
+  if (layer.params.variant == AttentionVariant::afa || layer.params.variant == AttentionVariant::afa_full) RFA_TRY(afa_attention(layer.params, B, N, Q, K, V, t, o, opt));
   else if (layer.params.variant == AttentionVariant::rt) RFA_TRY(rt_attention_layer(layer.params, B, N, Q, K, V, t, o, opt));
   else RFA_TRY(attention(layer.params, B, N, Q, K, V, t, o, opt));
   return linear(layer.wo, pack_complex(o->est, rows, H, D), rows);

@@ -52,9 +52,11 @@ std::vector<double> tilt(const cd* q, const double* omega, int D, double ti, dou
 }  // namespace
 
 Status afa_readout_row(const AfaParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
-                       const std::vector<double>& t, int window, int b, int h, int i, ReadoutRow* out) {
+                       const std::vector<double>& t, int window, int b, int h, int i, ReadoutRow* out, int view) {
   RFA_TRY(afa_check_params(p));
   RFA_TRY(check_row(p.heads, p.dim, B, N, Q.size(), K.size(), t, window, b, h, i));
+  if (!(view == kAllChannels || view == kReweighting || (view >= 0 && view < p.dim)))
+    return bad("view " + std::to_string(view) + " is not a channel, kAllChannels or kReweighting");
   const int H = p.heads, D = p.dim;
   auto at = [&](const std::vector<cd>& z, int n) { return z.data() + (((size_t)b * N + n) * H + h) * D; };
   const double* omega = p.omega.data() + (size_t)h * D;
@@ -71,21 +73,44 @@ Status afa_readout_row(const AfaParams& p, int B, int N, const std::vector<cd>& 
   out->q_norm = qn;
   out->u = tilt(q.data(), omega, D, ti, qn);
   const auto [j0, j1] = key_range(p.causal, window, N, i);
+  // The full form's per-channel normalisers over the row, and their mean log.
+  std::vector<AfaFullPairTerms> full((size_t)(p.full ? j1 - j0 : 0));
+  std::vector<double> den((size_t)D, 0.0);
+  double mean_log_den = 0;
+  for (int j = j0; p.full && j < j1; ++j) {
+    full[(size_t)(j - j0)] = afa_full_pair_terms(p, h, at(Q, i), at(K, j), ti, time_at(t, N, b, j));
+    for (int c = 0; c < D; ++c) den[(size_t)c] += full[(size_t)(j - j0)].WP[(size_t)c];
+  }
+  for (int c = 0; p.full && c < D; ++c) mean_log_den += std::log(den[(size_t)c]) / D;
   for (int j = j0; j < j1; ++j) {
     const double tj = time_at(t, N, b, j), l = ti - tj;
-    const AfaPairTerms pt = afa_pair_terms(p, h, at(Q, i), at(K, j), ti, tj);
     ReadoutKey k;
     k.j = j;
-    k.logit = pt.logit;
     k.lag = std::fabs(l);
     double cross = 0, mass = 0;
     for (int c = 0; c < D; ++c) {
       const cd kc = p.unitary ? unit(at(K, j)[c]) : at(K, j)[c];
       cross += (std::conj(q[(size_t)c]) * std::polar(1.0, omega[c] * l) * kc).real();
-      mass += std::exp(-afa_mu(p, h, c) * k.lag);
+      if (view == kAllChannels || view == c) mass += std::exp(-afa_mu(p, h, c) * k.lag);
     }
     k.s = qn > 0 ? cross / qn : 0.0;
-    k.decay = mass / D;
+    if (!p.full) {
+      k.logit = afa_pair_terms(p, h, at(Q, i), at(K, j), ti, tj).logit;
+      k.decay = view == kReweighting ? 1.0 : view == kAllChannels ? mass / D : mass;
+    } else {
+      const AfaFullPairTerms& f = full[(size_t)(j - j0)];
+      double w = 0, we = 0;
+      for (int c = 0; c < D; ++c) {
+        if (view != kAllChannels && view != c) continue;
+        const double qc = den[(size_t)c] > 0 ? f.WP[(size_t)c] / den[(size_t)c] : 0.0;
+        w += qc;
+        we += qc * f.E[(size_t)c];
+      }
+      if (view == kReweighting) w = we = f.W;
+      if (view == kAllChannels) w /= D, we /= D;
+      k.logit = w > 0 ? std::log(w) + mean_log_den : -std::numeric_limits<double>::infinity();
+      k.decay = w > 0 ? we / w : 0.0;
+    }
     out->keys.push_back(k);
   }
   return Status::Ok();

@@ -35,9 +35,15 @@ struct ReadoutRow {
 };
 
 // Row i of (b, h) of an AFA layer from raw Q, K ([B][N][H][D]) and t ([B][N], empty: 0..N-1);
-// window > 0 (causal layers) limits the row to keys [i - window + 1, i].
+// window > 0 (causal layers) limits the row to keys [i - window + 1, i]. `view` (rfa/params.hpp
+// kAllChannels, kReweighting or a channel; docs/variant-afa-full.md §5) picks the weights: the
+// memory-optimised form's logit is its own in every view and the decay its view's (the channel mean,
+// e_c, or 1); the full form's "logit" is log(the view's weight) + (1/D) sum_k log den_k (so
+// readout_stats' softmax gives the view's weights back and its log-partition the kernel's), the decay
+// the view's (sum_k Q_k e_k / sum_k Q_k over the view's channels, or 1 for W).
 Status afa_readout_row(const AfaParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
-                       const std::vector<double>& t, int window, int b, int h, int i, ReadoutRow* out);
+                       const std::vector<double>& t, int window, int b, int h, int i, ReadoutRow* out,
+                       int view = kAllChannels);
 // The same for an RT-RFA layer (per-head scope); V gives the magnitudes.
 Status rt_readout_row(const RtParams& p, int B, int N, const std::vector<cd>& Q, const std::vector<cd>& K,
                       const std::vector<cd>& V, const std::vector<double>& t, int window, int b, int h, int i,

@@ -52,9 +52,47 @@ Result<KernelCurves> head_curves(const Model& m, int layer, int head, const std:
     return Status(Code::invalid_argument, "head_curves: layer " + std::to_string(layer) + ", head " +
                                               std::to_string(head) + " out of range");
   const AttentionParams& p = m.layer(layer).params;
-  return mech::mechanism_of(p).curves(p, head, lags);
+  const mech::Mechanism& mech = mech::mechanism_of(p);
+  KernelCurves k = mech.curves(p, head, lags);
+  mech.curve_labels(k.names, k.what);
+  return k;
 }
 
+Result<ChannelCurves> channel_curves(const Model& m, int layer, int head, const std::vector<double>& lags) {
+  if (layer < 0 || layer >= m.num_layers() || head < 0 || head >= m.n_heads)
+    return Status(Code::invalid_argument, "channel_curves: layer " + std::to_string(layer) + ", head " +
+                                              std::to_string(head) + " out of range");
+  const AttentionParams& p = m.layer(layer).params;
+  return mech::mechanism_of(p).channel_curves(p, head, lags);
+}
+
+Result<double> basis_consistency(const Model& m, int layer) {
+  if (layer < 0 || layer >= m.num_layers())
+    return Status(Code::invalid_argument, "basis_consistency: layer " + std::to_string(layer) + " out of range");
+  const AttentionLayer& L = m.layer(layer);
+  const int HD = L.params.heads * L.params.dim, d = L.wv.in;
+  if (L.wv.out != 2 * HD || L.wo.in != 2 * HD || L.wo.out != d)
+    return Status(Code::unsupported, "basis_consistency: W_v is " + std::to_string(L.wv.out) + " x " +
+                                         std::to_string(d) + ", W_o " + std::to_string(L.wo.out) + " x " +
+                                         std::to_string(L.wo.in) + ": not a map into " + std::to_string(HD) +
+                                         " complex channels and back");
+  const float* wv = L.wv.weight.data.data();
+  const float* wo = L.wo.weight.data.data();
+  double f = 0;
+  for (int r = 0; r < HD; ++r)
+    for (int c = 0; c < HD; ++c) {
+      // (W_V W_P)_rc = sum_x (wv[r][x] + i wv[HD + r][x]) (wo[x][c] - i wo[x][HD + c])
+      double re = r == c ? -1.0 : 0.0, im = 0.0;
+      for (int x = 0; x < d; ++x) {
+        const double vr = wv[(size_t)r * d + x], vi = wv[(size_t)(HD + r) * d + x];
+        const double pr = wo[(size_t)x * 2 * HD + c], pi = -(double)wo[(size_t)x * 2 * HD + HD + c];
+        re += vr * pr - vi * pi;
+        im += vr * pi + vi * pr;
+      }
+      f += re * re + im * im;
+    }
+  return std::sqrt(f);
+}
 
 std::vector<HeadSummary> head_summaries(const Model& m) {
   std::vector<HeadSummary> out;

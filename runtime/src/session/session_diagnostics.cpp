@@ -177,11 +177,12 @@ Result<HeadDiagnostics> Inspector::head_diagnostics(const DiagnosticsRequest& re
     Status s;
     for (size_t k = 0; k < A && s.ok(); ++k) {
       s = ops::record_rfa_tomography_rows(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)req.b, (uint32_t)req.head,
-                                          (uint32_t)out.r0, (uint32_t)out.r1, (float)alphas[k], row_bufs[k]);
+                                          (uint32_t)out.r0, (uint32_t)out.r1, (float)alphas[k], row_bufs[k], req.channel);
       if (s.ok() && req.spectrum)
         s = ops::record_rfa_tomography_matrix(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)req.b,
                                               (uint32_t)req.head, (uint32_t)out.r0, (uint32_t)out.r1, (uint32_t)out.c0,
-                                              (uint32_t)out.c1, (float)alphas[k], req.decayed, row_bufs[k], p_bufs[k]);
+                                              (uint32_t)out.c1, (float)alphas[k], req.decayed, row_bufs[k], p_bufs[k],
+                                              req.channel);
     }
     Status s2 = rec.submit_and_wait();
     RFA_TRY(s);
@@ -313,6 +314,37 @@ Result<HeadDiagnostics> Inspector::head_diagnostics(const DiagnosticsRequest& re
   out.timings.svd_ms = ms_since(t_svd);
   out.timings.host_ms = ms_since(t_host);
   out.timings.wall_ms = ms_since(t_call);
+  return out;
+}
+
+Result<std::vector<float>> Inspector::iterates(int layer, int head, int b, int r0, int r1) {
+  const auto held = session_->impl_->lock();
+  Session::Impl& I = *session_->impl_;
+  RFA_TRY(I.check_probe(layer, head, b, r0, r1, I.oldest(), std::max(I.oldest() + 1, I.filled)));
+  LayerGpu& L = I.layers[(size_t)layer];
+  const AttentionParams& p = L.attn->params();
+  const std::vector<mech::Mechanism::Iterate> its = mech::mechanism_of(p).iterates(p, L.cache);
+  if (its.empty())
+    return Status(Code::unsupported, "iterates: layer " + std::to_string(layer) + " has no tied iterations (" +
+                                         attention_variant_name(p.variant) + ", afa_irls_iterations = 1 or not AFA)");
+  const int D = p.dim, rows = r1 - r0;
+  std::vector<float> out;
+  out.reserve(its.size() * (size_t)rows * 2 * D);
+  std::vector<float> z;
+  for (const mech::Mechanism::Iterate& it : its) {
+    RFA_TRY(download_ring(*I.g, *it.buffer, L.cache, b, head, r0, r1, z, it.kv_f16 || it.buffer == &L.cache.v));
+    // Back from the caches' frame: z = e^{i omega_k t_i} z~, the angle in double (as the kernels'
+    // counter-rotation).
+    for (int r = 0; r < rows; ++r) {
+      const double t = I.host_t[(size_t)b].at(r0 + r);
+      for (int k = 0; k < D; ++k) {
+        const std::complex<double> zt(z[((size_t)r * D + k) * 2], z[((size_t)r * D + k) * 2 + 1]);
+        const std::complex<double> zo = zt * std::polar(1.0, p.omega[(size_t)head * D + k] * t);
+        out.push_back((float)zo.real());
+        out.push_back((float)zo.imag());
+      }
+    }
+  }
   return out;
 }
 

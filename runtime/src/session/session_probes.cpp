@@ -61,6 +61,11 @@ std::vector<double> Inspector::timestamps(int b) const {
 }
 
 Result<std::vector<float>> Inspector::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed) {
+  return attention(layer, head, b, r0, r1, c0, c1, decayed, kAllChannels);
+}
+
+Result<std::vector<float>> Inspector::attention(int layer, int head, int b, int r0, int r1, int c0, int c1, bool decayed,
+                                                int channel) {
   const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   if (r0 == kCached) r0 = I.oldest();
@@ -76,12 +81,17 @@ Result<std::vector<float>> Inspector::attention(int layer, int head, int b, int 
     gpu::Buffer& ahat = decayed ? *other : result;
     gpu::Buffer& a = decayed ? result : *other;
     return ops::record_rfa_probe(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head, (uint32_t)r0,
-                                 (uint32_t)r1, (uint32_t)c0, (uint32_t)c1, ahat, a);
+                                 (uint32_t)r1, (uint32_t)c0, (uint32_t)c1, ahat, a, channel);
   });
 }
 
 Result<std::vector<RowDiagnostics>> Inspector::row_diagnostics(int layer, int head, int b, int r0, int r1,
                                                              const double thresholds[4]) {
+  return row_diagnostics(layer, head, b, r0, r1, thresholds, kAllChannels);
+}
+
+Result<std::vector<RowDiagnostics>> Inspector::row_diagnostics(int layer, int head, int b, int r0, int r1,
+                                                             const double thresholds[4], int channel) {
   const auto held = session_->impl_->lock();
   Session::Impl& I = *session_->impl_;
   if (r0 == kCached) r0 = first_full_row();
@@ -93,7 +103,7 @@ Result<std::vector<RowDiagnostics>> Inspector::row_diagnostics(int layer, int he
   LayerGpu& L = I.layers[(size_t)layer];
   auto got = I.run_probe((uint64_t)rows * 8, [&](gpu::Recorder& rec, gpu::Buffer& result) {
     return ops::record_rfa_row_diagnostics(*I.g, rec, *L.attn, L.cache, I.timestamps, (uint32_t)b, (uint32_t)head,
-                                           (uint32_t)r0, (uint32_t)r1, th, result);
+                                           (uint32_t)r0, (uint32_t)r1, th, result, channel);
   });
   if (!got) return got.status();
   const std::vector<float>& raw = *got;
@@ -209,7 +219,8 @@ Status Inspector::render_attention(Heatmap& map, const HeatmapRequest& req) {
                                    [&](gpu::Recorder& rec, gpu::Buffer& ahat, gpu::Buffer& a) {
                                      return ops::record_rfa_probe(*I.g, rec, *L.attn, L.cache, I.timestamps,
                                                                   (uint32_t)req.b, (uint32_t)req.head, (uint32_t)pr0,
-                                                                  (uint32_t)pr1, (uint32_t)pc0, (uint32_t)pc1, ahat, a);
+                                                                  (uint32_t)pr1, (uint32_t)pc0, (uint32_t)pc1, ahat, a,
+                                                                  req.channel);
                                    });
   if (!rec) return rec.status();
   if (I.in_frame) {

@@ -51,6 +51,11 @@ class RtMechanism final : public Mechanism {
     return check_plain_frame_params(*this, p);
   }
 
+  void curve_labels(std::vector<std::string>& names, std::string& what) const override {
+    names = {"e^{-mu lag}", "S(lag)", "P(lag), m = 1", "beta_s log P"};
+    what = "magnitude decay, tangential covariance, precision, its logit";
+  }
+
   KernelCurves curves(const AttentionParams& p, int head, const std::vector<double>& lags) const override {
     return curves_at(lags, [&](double lag) {
       const physics::RtLagTerms t = physics::rt_lag_terms(p, head, lag);
