@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     *) models+=("$1"); shift ;;
   esac
 done
-[ ${#models[@]} -gt 0 ] || models=(spiral-filter spiral-afa spiral-rt tiny-char-lm)
+[ ${#models[@]} -gt 0 ] || models=(spiral-filter spiral-afa spiral-afa-full spiral-rt tiny-char-lm)
 case "$size" in
   *x*) width=${size%x*}; height=${size#*x} ;;
   *) echo "viewer-screenshots: --size expects WIDTHxHEIGHT, got $size" >&2; exit 2 ;;

@@ -129,7 +129,7 @@ TEST_CASE("rfa-run --dump-diagnostics on the zoo's AFA and RT-RFA models equals 
   std::vector<float> x((size_t)N * 2);
   for (int i = 0; i < N; ++i) x[(size_t)2 * i] = (float)(4 * std::cos(0.2 * i)), x[(size_t)2 * i + 1] = (float)(4 * std::sin(0.2 * i));
   REQUIRE(write_npy_f32(dir + "/x.npy", {N, 2}, x).ok());
-  for (const char* name : {"spiral-afa", "spiral-rt"}) {
+  for (const char* name : {"spiral-afa", "spiral-afa-full", "spiral-rt"}) {
     CAPTURE(std::string(name));
     const std::string model = (fs::path(src) / "models" / name).string(), out = dir + "/" + name;
     REQUIRE(run("--model " + model + " --signal " + dir + "/x.npy --dump-diagnostics " + out + " --diagnostics-window 20") == 0);
@@ -149,7 +149,11 @@ TEST_CASE("rfa-run --dump-diagnostics on the zoo's AFA and RT-RFA models equals 
         const json& r = j["batch_rows"][0];
         DiagnosticsRequest req;
         req.layer = l, req.head = h;
-        req.r0 = req.c0 = -20;
+        // The window rfa-run chose: the last 20 rows over every key they see (a model trained with a
+        // sliding window, spiral-afa-full, sees more columns than the last 20).
+        req.r0 = r["rows_window"][0].get<int>(), req.r1 = r["rows_window"][1].get<int>();
+        req.c0 = r["cols_window"][0].get<int>(), req.c1 = r["cols_window"][1].get<int>();
+        CHECK(req.r1 - req.r0 == 20);
         auto d = rfa::Inspector(**s).head_diagnostics(req);
         REQUIRE(d.ok());
         close(r["erank"].get<double>(), d->erank, 1e-6, "erank");

@@ -43,6 +43,7 @@ struct Zoo {
 };
 const Zoo kZoo[] = {{"spiral-filter", "RFA", true},
                     {"spiral-afa", "AFA", true},
+                    {"spiral-afa-full", "AFA-full", true},
                     {"spiral-rt", "RT-RFA", true},
                     {"tiny-char-lm", "RFA", false}};
 

@@ -108,7 +108,7 @@ void PanelAudit::table(const char* name) {
 
 float PanelAudit::overflow_y(const char* name) const {
   for (const Entry& e : panels_)
-    if (e.name == name) return e.overflow[1];
+    if (e.name == name) return std::max(e.overflow[1], e.scroll[1]);  // ImGui may scroll a line it drew inside
   return 0;
 }
 

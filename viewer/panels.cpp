@@ -419,7 +419,32 @@ struct Panels {
       for (const char* c : {"E bound", "P ratio", "edge mass"}) cols.push_back(c);
     const ImGuiTableFlags fl = ImGuiTableFlags_Sortable | ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg |
                                ImGuiTableFlags_ScrollY | ImGuiTableFlags_SizingFixedFit;
-    if (ImGui::BeginTable("regimes", (int)cols.size(), fl)) {
+    std::vector<std::vector<std::string>> rows;  // the cells, made before the table to size it
+    for (size_t k = 0; k < a.heads_.size(); ++k) {
+      auto cells = App::regime_cells(a.heads_[k], a.info_.head_dim);
+      if (windowed) {
+        const bool have = k < a.window_report_.size();
+        cells.push_back(have ? finite_or_dash(a.window_report_[k].decay_bound, "%.3g") : "-");
+        cells.push_back(have ? finite_or_dash(a.window_report_[k].precision_ratio, "%.3g") : "-");
+        cells.push_back(k < a.edge_mass_.size() ? finite_or_dash(a.edge_mass_[k].edge_mass, "%.3g") : "-");
+      }
+      rows.push_back(std::move(cells));
+    }
+    // A narrow window would cut the widest tables (a windowed AFA model's 19 columns): their cell
+    // padding narrows, from the text's own widths in this frame, rather than a column being cut.
+    float text = 0;
+    for (size_t c = 0; c < cols.size(); ++c) {
+      float w = ImGui::CalcTextSize(cols[c].c_str()).x + ImGui::GetFontSize();  // the sort arrow
+      for (const auto& r : rows)
+        if (c < r.size()) w = std::max(w, ImGui::CalcTextSize(("> " + r[c]).c_str()).x);
+      text += w;
+    }
+    const float per_column = (ImGui::GetContentRegionAvail().x - text) / (2.0f * (float)cols.size()) - 1.0f;
+    const float pad_x = std::clamp(per_column, 1.0f, ImGui::GetStyle().CellPadding.x);
+    ImGui::PushStyleVar(ImGuiStyleVar_CellPadding, ImVec2(pad_x, ImGui::GetStyle().CellPadding.y));
+    const bool table_open = ImGui::BeginTable("regimes", (int)cols.size(), fl);
+    ImGui::PopStyleVar();
+    if (table_open) {
       for (auto& c : cols) ImGui::TableSetupColumn(c.c_str());
       ImGui::TableSetupScrollFreeze(0, 1);
       ImGui::TableHeadersRow();
@@ -446,13 +471,7 @@ struct Panels {
       }
       for (size_t k : order) {
         const auto& h = a.heads_[k];
-        auto cells = App::regime_cells(h, a.info_.head_dim);
-        if (windowed) {
-          const bool have = k < a.window_report_.size();
-          cells.push_back(have ? finite_or_dash(a.window_report_[k].decay_bound, "%.3g") : "-");
-          cells.push_back(have ? finite_or_dash(a.window_report_[k].precision_ratio, "%.3g") : "-");
-          cells.push_back(k < a.edge_mass_.size() ? finite_or_dash(a.edge_mass_[k].edge_mass, "%.3g") : "-");
-        }
+        const auto& cells = rows[k];
         ImGui::TableNextRow();
         for (size_t c = 0; c < cells.size(); ++c) {
           ImGui::TableNextColumn();
@@ -581,6 +600,7 @@ void App::draw(ImageQuads& quads) {
     model_extra_ += std::ceil(more) + 2;
     layout_size_[0] = layout_size_[1] = 0;
   }
+
 }
 
 }  // namespace viewer
