@@ -95,19 +95,26 @@ bool device_has_extension(VkPhysicalDevice phys, const char* name) {
 }
 
 namespace {
+// The matrix extension's feature on, and compute among its stages (NV and KHR name them alike).
+template <class Features, class Properties>
+bool matrices_in_compute(VkPhysicalDevice phys, Features f, Properties cp) {
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  feats.pNext = &f;
+  vkGetPhysicalDeviceFeatures2(phys, &feats);
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &cp;
+  vkGetPhysicalDeviceProperties2(phys, &props);
+  return f.cooperativeMatrix && (cp.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+}
+
 // Whether the device runs the attention tile's cooperative-matrix kernels: the extension, its
 // feature, compute support and the 16 x 16 x 16 fp16 x fp16 + fp32 shape at subgroup scope.
 bool probe_coopmat_nv(VkInstance instance, VkPhysicalDevice phys) {
   if (!device_has_extension(phys, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) return false;
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  feats.pNext = &f;
-  vkGetPhysicalDeviceFeatures2(phys, &feats);
-  VkPhysicalDeviceCooperativeMatrixPropertiesNV cp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV};
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &cp;
-  vkGetPhysicalDeviceProperties2(phys, &props);
-  if (!f.cooperativeMatrix || !(cp.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return false;
+  if (!matrices_in_compute(
+          phys, VkPhysicalDeviceCooperativeMatrixFeaturesNV{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV},
+          VkPhysicalDeviceCooperativeMatrixPropertiesNV{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV}))
+    return false;
   // An instance-level entry point of a device extension: through the loader by name.
   auto list = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
       instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
@@ -127,15 +134,10 @@ bool probe_coopmat_nv(VkInstance instance, VkPhysicalDevice phys) {
 // result that the attention tile's *_tile_ck kernels can use: 16 where listed, else 8, else 0.
 uint32_t probe_coopmat_khr(VkInstance instance, VkPhysicalDevice phys) {
   if (!device_has_extension(phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return 0;
-  VkPhysicalDeviceCooperativeMatrixFeaturesKHR f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
-  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  feats.pNext = &f;
-  vkGetPhysicalDeviceFeatures2(phys, &feats);
-  VkPhysicalDeviceCooperativeMatrixPropertiesKHR cp{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &cp;
-  vkGetPhysicalDeviceProperties2(phys, &props);
-  if (!f.cooperativeMatrix || !(cp.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT)) return 0;
+  if (!matrices_in_compute(
+          phys, VkPhysicalDeviceCooperativeMatrixFeaturesKHR{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR},
+          VkPhysicalDeviceCooperativeMatrixPropertiesKHR{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR}))
+    return 0;
   auto list = (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)vkGetInstanceProcAddr(
       instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
   if (!list) return 0;
