@@ -58,9 +58,11 @@ TEST_CASE("every shader's bindings and push block are read from its SPIR-V") {
                   {"sdpa_tile", 8, 24}, {"sdpa_tile_kv16", 8, 24}, {"sdpa_tile_f16", 8, 24},
                   {"sdpa_tile_f16_kv16", 8, 24}, {"sdpa_tile_cm", 8, 24}, {"sdpa_tile_cm_kv16", 8, 24},
                   {"sdpa_tile_cm_emu", 8, 24}, {"sdpa_tile_cm_emu_kv16", 8, 24}, {"rfa_phase_scan", 5, 40},
-                  {"afa_attention", 10, 24}, {"afa_attention_kv16", 10, 24}, {"rt_attention", 13, 24},
+                  {"afa_attention", 13, 24}, {"afa_attention_kv16", 13, 24}, {"rt_attention", 13, 24},
                   {"rt_attention_kv16", 13, 24}, {"afa_probe", 8, 56}, {"afa_probe_kv16", 8, 56},
-                  {"rt_probe", 10, 56}, {"rt_probe_kv16", 10, 56}};
+                  {"rt_probe", 10, 56}, {"rt_probe_kv16", 10, 56},
+                  // full AFA: its per-channel normalisers out, the tied passes' caches (afa_attention_io.glsl)
+                  {"afa_full_attention", 14, 24}, {"afa_full_attention_kv16", 14, 24}};
   for (const auto& e : expected) {
     CAPTURE(std::string(e.name));
     const gpu::ShaderBinary* bin = gpu::find_shader(e.name);

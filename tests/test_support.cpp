@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -148,10 +149,17 @@ std::string temp_dir(const std::string& name) {
   namespace fs = std::filesystem;
   const std::string build = environment_variable("RFA_BUILD_DIR");
   fs::path base = !build.empty() ? fs::path(build) / "test-tmp" : fs::temp_directory_path() / "rfa-test-tmp";
-  // A suite also runs under device profiles (tests/CMakeLists.txt), maybe at the same time as
-  // itself: each profile gets its own folder.
+  // A suite also runs under device profiles, on the newer driver and in shards (tests/CMakeLists.txt),
+  // maybe at the same time as itself: each such run gets its own folder.
+  std::string folder = name;
   const std::string profile = environment_variable("RFA_DEVICE_PROFILE");
-  fs::path p = base / (profile.empty() ? name : name + "-" + profile);
+  if (!profile.empty()) folder += "-" + profile;
+  const std::string launcher = environment_variable("RFA_TEST_LAUNCHER");  // .drivers/<driver>/run
+  if (!launcher.empty()) folder += "-" + fs::path(launcher).parent_path().filename().string();
+  std::string shard = environment_variable("RFA_TEST_SHARD");  // k/n
+  std::replace(shard.begin(), shard.end(), '/', 'o');
+  if (!shard.empty()) folder += "-shard" + shard;
+  fs::path p = base / folder;
   std::error_code ec;
   fs::remove_all(p, ec);
   fs::create_directories(p, ec);
