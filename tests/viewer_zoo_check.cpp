@@ -58,7 +58,7 @@ void check_model(const Zoo& z, const fs::path& dir, int W, int H) {
   const json j = json::parse(f);
   bool complete = true;
   for (const char* key : {"position", "panels", "tables", "status", "diagnostics", "selected_row", "regimes",
-                          "regime_columns", "axis_labels", "hover_readout"})
+                          "regime_columns", "axis_labels", "hover_readout", "device", "kernel_refusals"})
     if (!j.contains(key)) {
       EXPECT(false, "%s: --dump-json has no '%s'", z.name, key);
       complete = false;

@@ -403,6 +403,10 @@ std::string App::dump_json() const {
   o << ",\n  \"hover_readout\": ";
   strings(readout_);
   o << ",\n  \"status\": " << json_string(status_.empty() ? error_ : status_);
+  o << ",\n  \"device\": " << json_string(ctx_.device_info().name) << ", \"kernel_refusals\": [";
+  const std::vector<std::string> refused = ctx_.kernel_refusals();
+  for (size_t k = 0; k < refused.size(); ++k) o << (k ? ", " : "") << json_string(refused[k]);
+  o << "]";
   o << ",\n  \"channel\": " << req_.channel << ",\n  \"afa\": " << afa_.json();
   o << ",\n  \"diagnostics\": " << diag_.json() << ",\n  \"selected_row\": " << row_json_ << ",\n  "
     << audit_.json() << "\n}\n";

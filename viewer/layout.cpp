@@ -32,10 +32,10 @@ Layout compute_layout(float W, float H, const LayoutInputs& in) {
   // Left: the controls (a text model's also hold the prompt and the text so far), the timings, the
   // attention tomography in what remains.
   float y = kMargin;
-  // Signal models: the path, name, position, buttons, rate, two sliders and a checkbox (and with a
-  // window, its line); a text model's panel ends in the text so far, which scrolls.
+  // Signal models: the path, name, device, position, buttons, rate, two sliders and a checkbox (and
+  // with a window, its line); a text model's panel ends in the text so far, which scrolls.
   const float frame_line = kLine + 6;  // a framed widget's line
-  const float model_h = in.signal ? kTitle + kPad + 6 * frame_line + 2 * kLine + (in.windowed ? kLine : 0.0f)
+  const float model_h = in.signal ? kTitle + kPad + 6 * frame_line + 3 * kLine + (in.windowed ? kLine : 0.0f)
                                   : std::clamp(0.40f * top, 270.0f, 360.0f);
   L.model = {x_left, y, left_w, model_h + in.model_extra};
   y += L.model.h + kGap;

@@ -128,6 +128,16 @@ struct Panels {
     ImGui::TextWrapped("%s: %s, %d x %d heads, D = %d, %s", a.info_.name.c_str(), a.info_.architecture.c_str(),
                        a.info_.layers, a.info_.heads, a.info_.head_dim,
                        a.heads_.empty() ? "RFA" : rfa::attention_variant_name(a.heads_[0].variant));
+    // The device, and the attention paths its kernel check refused (RFA_VERIFY_KERNELS: the chooser
+    // no longer takes them; the reasons on hover).
+    const std::vector<std::string> refused = a.ctx_.kernel_refusals();
+    ImGui::TextWrapped("device: %s%s", a.ctx_.device_info().name.c_str(),
+                       refused.empty() ? "" : (", " + std::to_string(refused.size()) + " kernel path(s) refused").c_str());
+    if (!refused.empty() && ImGui::IsItemHovered()) {
+      std::string why;
+      for (const auto& r : refused) why += r + "\n";
+      ImGui::SetTooltip("%s", why.c_str());
+    }
     const int W = a.session_->window();
     if (W > 0) ImGui::TextWrapped("position %d, window %d", a.position(), W);
     else ImGui::TextWrapped("position %d / %d", a.position(), a.session_->max_context());
