@@ -71,14 +71,15 @@ inline KernelOptions kernel_options_from_environment(KernelOptions k) {
   on_off("RFA_ATTN_LAG_E2", k.attention_lag_e2);
   on_off("RFA_ATTN_DECODE_REGISTERS", k.attention_decode_registers);
   on_off("RFA_ATTN_SPLIT_CORES", k.attention_split_cores);
-  const std::string chunk = environment_variable("RFA_ATTN_F16_CHUNK");
-  if (!chunk.empty()) k.attention_f16_chunk = std::max(1, std::atoi(chunk.c_str()));
-  const std::string split = environment_variable("RFA_ATTN_SPLIT_K");
-  if (!split.empty()) k.attention_split_k = std::max(0, std::atoi(split.c_str()));
+  auto count = [](const char* name, int& field, int least) {
+    const std::string v = environment_variable(name);
+    if (!v.empty()) field = std::max(least, std::atoi(v.c_str()));
+  };
+  count("RFA_ATTN_F16_CHUNK", k.attention_f16_chunk, 1);
+  count("RFA_ATTN_SPLIT_K", k.attention_split_k, 0);
+  count("RFA_ATTN_TILE_WORKGROUP", k.attention_tile_workgroup, 0);
   const std::string cm = environment_variable("RFA_ATTN_COOPMAT");
   if (!cm.empty()) k.attention_coopmat = cm == "1" ? 1 : cm == "2" ? 2 : 0;
-  const std::string tile_wg = environment_variable("RFA_ATTN_TILE_WORKGROUP");
-  if (!tile_wg.empty()) k.attention_tile_workgroup = std::max(0, std::atoi(tile_wg.c_str()));
   const std::string no_push = environment_variable("RFA_NO_PUSH_DESCRIPTORS");
   if (!no_push.empty()) k.push_descriptors = no_push == "0";
   return k;
