@@ -15,15 +15,19 @@ macro(rfa_compile_shader name comp include_dir)
   set(hdr ${out_dir}/${name}.spv.h)
   set(_glslang ${GLSLANG_VALIDATOR})
   set(_spirv_val ${SPIRV_VAL})
+  set(_env vulkan1.1)
   if(${name} IN_LIST next_kernels)
     set(_glslang ${GLSLANG_NEXT})
     set(_spirv_val ${SPIRV_VAL_NEXT})
   endif()
+  if(${name} IN_LIST vulkan13_kernels)
+    set(_env vulkan1.3)
+  endif()
   add_custom_command(
     OUTPUT ${hdr}
-    COMMAND ${_glslang} --quiet --target-env vulkan1.1 -I${include_dir} -o ${spv} ${comp}
-    COMMAND ${_spirv_val} --target-env vulkan1.1 ${spv}
-    COMMAND ${_glslang} --quiet --target-env vulkan1.1 -I${include_dir} --vn spv_${name} -o ${hdr} ${comp}
+    COMMAND ${_glslang} --quiet --target-env ${_env} -I${include_dir} -o ${spv} ${comp}
+    COMMAND ${_spirv_val} --target-env ${_env} ${spv}
+    COMMAND ${_glslang} --quiet --target-env ${_env} -I${include_dir} --vn spv_${name} -o ${hdr} ${comp}
     DEPENDS ${ARGN}
     COMMENT "GLSL -> SPIR-V ${name}"
     VERBATIM)
@@ -33,11 +37,18 @@ macro(rfa_compile_shader name comp include_dir)
 endmacro()
 
 # One line of shaders/variants.cmake: rfa_shader_variant(<kernel> <body> [NAME[=VALUE]...]
-# [TOOLS next] [EXTENSIONS ext...]) writes ${variant_dir}/<kernel>.comp (only when its text changes,
+# [TOOLS next] [TARGET vulkan1.3] [EXTENSIONS ext...]) writes ${variant_dir}/<kernel>.comp (only when its text changes,
 # so that nothing is rebuilt needlessly) and appends it to `variant_comps` of the caller. TOOLS next:
-# compiled with GLSLANG_NEXT (its packed copy too), and left out of a build without it.
+# compiled with GLSLANG_NEXT (its packed copy too), and left out of a build without it. TARGET
+# vulkan1.3: SPIR-V 1.6 (GL_NV_cooperative_matrix2 needs it; the runtime runs such a kernel only
+# on a device and instance of Vulkan 1.3, gpu::check_capabilities), else Vulkan 1.1's SPIR-V 1.3.
 macro(rfa_shader_variant kernel body)
-  cmake_parse_arguments(_rv "" "TOOLS" "EXTENSIONS" ${ARGN})
+  cmake_parse_arguments(_rv "" "TOOLS;TARGET" "EXTENSIONS" ${ARGN})
+  if(_rv_TARGET STREQUAL "vulkan1.3")
+    list(APPEND vulkan13_kernels ${kernel} ${kernel}_packed)
+  elseif(_rv_TARGET)
+    message(FATAL_ERROR "shaders/variants.cmake: ${kernel}: TARGET ${_rv_TARGET} (known: vulkan1.3)")
+  endif()
   set(_rv_skip OFF)
   if(_rv_TOOLS STREQUAL "next")
     if(GLSLANG_NEXT)
@@ -86,6 +97,7 @@ function(rfa_add_shaders target shader_dir)
   # The generated wrappers (shaders/variants.cmake, which CMake re-reads when it changes).
   set(variant_comps "")
   set(next_kernels "")
+  set(vulkan13_kernels "")
   set(skipped_variants "")
   include(${shader_dir}/variants.cmake)
   if(skipped_variants)

@@ -13,7 +13,9 @@
 # plain SDPA yardstick instead of RFA), RFA_REDUCE (split-k reduce), RFA_TILE (cooperative tile),
 # RFA_TILE_F16 (fp16 products), RFA_TILE_CM (cooperative matrices; VK_NV_cooperative_matrix,
 # 16 x 16 x 16, fp16 x fp16 + fp32, and shaderFloat16), RFA_TILE_CK (with RFA_TILE_CM: the same on
-# VK_KHR_cooperative_matrix, the device's square fp16 shape; TOOLS next: glslang 15),
+# VK_KHR_cooperative_matrix, the device's square fp16 shape; TOOLS next: glslang 15), RFA_TILE_PE
+# (with RFA_TILE_CK: pair terms, softmax and output on the matrices by GL_NV_cooperative_matrix2's
+# per-element operations and reductions, common/attention_tile_walk_pe.glsl),
 # RFA_TILE_CM_EMU (each matrix operation emulated by the subgroup's lanes: tests the layout anywhere), RFA_ROW_SG (reductions over the S
 # lanes of a row, common/row_group_reduce.glsl: the tiles' row max and sum (the cooperative-matrix
 # tile always by shuffles, RFA_ROW_SG=2: the host requires them with the matrices), the direct walk's
@@ -29,6 +31,9 @@ set(CM ${F16} GL_NV_cooperative_matrix GL_KHR_shader_subgroup_basic GL_KHR_shade
 set(CM_EMU ${F16} GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle)
 # VK_KHR_cooperative_matrix (glslang 15: TOOLS next).
 set(CK ${F16} GL_KHR_cooperative_matrix GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle GL_KHR_memory_scope_semantics)
+# GL_NV_cooperative_matrix2 on top (per-element operations, row reductions, accumulator -> A
+# conversions: the *_tile_pe kernels; glslang 15).
+set(PE ${CK} GL_NV_cooperative_matrix2)
 set(SG GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_clustered)
 set(SX GL_KHR_shader_subgroup_basic GL_KHR_shader_subgroup_shuffle)
 
@@ -60,6 +65,8 @@ rfa_shader_variant(rfa_attention_tile_cm_kv16     attention_body.glsl       RFA_
 rfa_shader_variant(rfa_attention_tile_cm_emu      attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
 rfa_shader_variant(rfa_attention_tile_ck          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK TOOLS next EXTENSIONS ${CK})
 rfa_shader_variant(rfa_attention_tile_ck_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK TOOLS next EXTENSIONS ${CK})
+rfa_shader_variant(rfa_attention_tile_pe          attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK RFA_TILE_PE TOOLS next TARGET vulkan1.3 EXTENSIONS ${PE})
+rfa_shader_variant(rfa_attention_tile_pe_kv16     attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK RFA_TILE_PE TOOLS next TARGET vulkan1.3 EXTENSIONS ${PE})
 rfa_shader_variant(rfa_attention_tile_cm_emu_kv16 attention_body.glsl       RFA_SDPA=0 RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
 rfa_shader_variant(sdpa                           attention_body.glsl       RFA_SDPA)
 rfa_shader_variant(sdpa_kv16                      attention_body.glsl       RFA_SDPA RFA_KV_F16)
@@ -85,6 +92,8 @@ rfa_shader_variant(sdpa_tile_cm_kv16              attention_body.glsl       RFA_
 rfa_shader_variant(sdpa_tile_cm_emu               attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
 rfa_shader_variant(sdpa_tile_ck                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK TOOLS next EXTENSIONS ${CK})
 rfa_shader_variant(sdpa_tile_ck_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK TOOLS next EXTENSIONS ${CK})
+rfa_shader_variant(sdpa_tile_pe                   attention_body.glsl       RFA_SDPA RFA_TILE RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK RFA_TILE_PE TOOLS next TARGET vulkan1.3 EXTENSIONS ${PE})
+rfa_shader_variant(sdpa_tile_pe_kv16              attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CK RFA_TILE_PE TOOLS next TARGET vulkan1.3 EXTENSIONS ${PE})
 rfa_shader_variant(sdpa_tile_cm_emu_kv16          attention_body.glsl       RFA_SDPA RFA_TILE RFA_KV_F16 RFA_ROW_SG=2 RFA_TILE_CM RFA_TILE_CM_EMU EXTENSIONS ${CM_EMU})
 # Fused AFA (Adaptive Filter Attention) and RT-RFA (directional RFA on the sphere) attention.
 rfa_shader_variant(afa_attention                  afa_attention_body.glsl)

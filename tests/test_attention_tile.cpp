@@ -147,11 +147,14 @@ namespace {
 // The cooperative-matrix tile (coopmat 1: the device's matrices; 2: emulated by subgroup lanes,
 // which checks every offset, stride and layout handed to the matrix operations on any device).
 // workgroup > 0: the tile's workgroup forced to that many threads (4 subgroups: NVIDIA's shape).
-void check_coopmat_tile(int coopmat, int workgroup = -1) {
+// per_element: KernelOptions::attention_coopmat_per_element (1: the *_tile_pe kernels, whose
+// subgroups each own one row block; 0: the *_tile_ck / *_tile_cm kernels).
+void check_coopmat_tile(int coopmat, int workgroup = -1, int per_element = 0) {
   double worst = 0;
-  int k = 0, multi_block = 0;
+  int k = 0, multi_block = 0, unfit = 0;
   AttentionPath pa = tile_path(1, false, 0, coopmat), pb = tile_path(0, true, 0, coopmat);
   pa.kernels.attention_tile_workgroup = pb.kernels.attention_tile_workgroup = workgroup;
+  pa.kernels.attention_coopmat_per_element = pb.kernels.attention_coopmat_per_element = per_element;
   for (const AttentionPath& ap : {pa, pb})
     for (const Shape& s : kShapes) {
       CAPTURE(describe(ap));
@@ -168,7 +171,18 @@ void check_coopmat_tile(int coopmat, int workgroup = -1) {
       const gpu::Capabilities& caps = ap.gpu().caps();
       CHECK(t.coopmat_khr == (coopmat == 1 && caps.coopmat_khr() && gpu::find_shader("rfa_attention_tile_ck")));
       if (t.coopmat_khr) CHECK(t.coopmat_block == caps.coopmat_khr_block);
-      if (workgroup > 0) {
+      // (A forced workgroup sets the per-element tile's rows, which may not fit the device's shared
+      // memory at large D: D = 64 in lavapipe's 32 KiB. The chooser then takes the other tile.)
+      if (per_element == 1 && workgroup > 0 && !t.coopmat_pe) {
+        ++unfit;
+        continue;
+      }
+      REQUIRE(t.coopmat_pe == (per_element == 1));
+      if (t.coopmat_pe) {  // one subgroup per row block, one thread per row at least
+        const uint32_t lanes = gpu::subgroup_layout_size(caps, t.workgroup);
+        CHECK(t.workgroup / lanes == t.rows_per_group / t.coopmat_block);
+        CHECK(t.workgroup >= t.rows_per_group);
+      } else if (workgroup > 0) {
         CHECK(t.workgroup == (uint32_t)workgroup);
         // Each subgroup owns a row block's Q fragments and several key blocks and several P V
         // blocks, as on NVIDIA (there a 64 x 64 tile at D = 32; in lavapipe's 32 KiB the tiles
@@ -189,14 +203,18 @@ void check_coopmat_tile(int coopmat, int workgroup = -1) {
           << ": worst |gpu - twin| / (1 + |twin|) over the shapes = " << worst
           << (workgroup > 0 ? ", " + std::to_string(multi_block) + " shapes with several key and P V blocks a subgroup"
                             : std::string()));
-  if (workgroup > 0) CHECK(multi_block > 0);
+  if (workgroup > 0 && per_element == 0) CHECK(multi_block > 0);
+  if (unfit > 0) MESSAGE(unfit << " shapes where the forced workgroup's per-element tile does not fit");
+  CHECK(unfit < k);
   CHECK(worst > 0.0);  // fp16 operands really round
   CHECK(worst <= kTolF16Math);
   if (!shard_takes(0)) return;  // (one shard runs the yardstick)
   // The SDPA yardstick on the same tile: its outputs equal the scalar tile's to fp16 accuracy.
   const AttentionParams p = model("M2", 3, 32);
   const Inputs in = make_inputs(p, 1, 150, 4, 0);
-  Fixture a(p, in, 0, tile_path(0, false)), b(p, in, 0, tile_path(0, false, 0, coopmat));
+  AttentionPath yard = tile_path(0, false, 0, coopmat);
+  yard.kernels.attention_coopmat_per_element = per_element;
+  Fixture a(p, in, 0, tile_path(0, false)), b(p, in, 0, yard);
   for (Fixture* f : {&a, &b}) f->run(150);  // rotates Q, K, V into the caches
   std::vector<float> outs[2];
   for (int w = 0; w < 2; ++w) {
@@ -213,7 +231,8 @@ void check_coopmat_tile(int coopmat, int workgroup = -1) {
 }  // namespace
 
 TEST_CASE("the tile on cooperative matrices matches the twin") {
-  const AttentionPath probe = tile_path(1, false, 0, 1);
+  AttentionPath probe = tile_path(1, false, 0, 1);
+  probe.kernels.attention_coopmat_per_element = 0;  // (the per-element form: the next case)
   const auto t = ops::choose_attention_tiling(probe.gpu().caps(), probe.kernels, 100, 32, 8, 4096);
   if (!t.coopmat) {
     MESSAGE("skipped: " << t.why << " (lavapipe 22 has no matrices; Mesa 26's lavapipe runs the KHR kernels, "
@@ -221,9 +240,23 @@ TEST_CASE("the tile on cooperative matrices matches the twin") {
     return;
   }
   MESSAGE("ran " << ops::attention_kernel_name("rfa_attention", t, false) << ": " << t.why);
-  check_coopmat_tile(1);
+  check_coopmat_tile(1, -1, 0);
   // And in NVIDIA's shape: four subgroups, each owning several key and P V blocks.
-  check_coopmat_tile(1, (int)(4 * gpu::subgroup_layout_size(probe.gpu().caps(), 128)));
+  check_coopmat_tile(1, (int)(4 * gpu::subgroup_layout_size(probe.gpu().caps(), 128)), 0);
+}
+
+TEST_CASE("the tile with pair terms and softmax per element of the matrices matches the twin") {
+  AttentionPath probe = tile_path(1, false, 0, 1);
+  probe.kernels.attention_coopmat_per_element = 1;
+  const auto t = ops::choose_attention_tiling(probe.gpu().caps(), probe.kernels, 100, 32, 8, 4096);
+  if (!t.coopmat_pe) {
+    MESSAGE("skipped: " << t.why << " (VK_NV_cooperative_matrix2: Mesa 26's lavapipe runs the *_tile_pe kernels)");
+    return;
+  }
+  MESSAGE("ran " << ops::attention_kernel_name("rfa_attention", t, false) << ": " << t.why);
+  check_coopmat_tile(1, -1, 1);
+  // Four row blocks of the device's lanes (NVIDIA's 4 subgroups of 32 lanes over 64 rows of 16).
+  check_coopmat_tile(1, (int)(4 * gpu::subgroup_layout_size(probe.gpu().caps(), 128)), 1);
 }
 
 TEST_CASE("the cooperative-matrix tile with emulated matrices matches the twin") {

@@ -219,6 +219,9 @@ TEST_CASE("every kernel's declared capabilities and extensions against a faked d
   all.vulkan_memory_model = all.vulkan_memory_model_device_scope = true;
   all.coopmat_nv = true;
   all.coopmat_khr_block = 16;
+  all.coopmat_nv2 = all.maintenance4 = true;
+  all.spirv_version = 0x10600;
+  all.instance_api_version = all.api_version = VK_API_VERSION_1_3;
   // Each feature off in turn: a copy of `all` without it.
   // Each feature off in turn, and the capability that needs it (the module must be refused exactly
   // when it declares that capability).
@@ -237,6 +240,8 @@ TEST_CASE("every kernel's declared capabilities and extensions against a faked d
       {"vulkanMemoryModel", sc::VulkanMemoryModel, [](gpu::Capabilities& c) { c.vulkan_memory_model = false; }},
       {"VK_NV_cooperative_matrix", sc::CooperativeMatrixNV, [](gpu::Capabilities& c) { c.coopmat_nv = false; }},
       {"VK_KHR_cooperative_matrix", sc::CooperativeMatrixKHR, [](gpu::Capabilities& c) { c.coopmat_khr_block = 0; }},
+      {"VK_NV_cooperative_matrix2", sc::CooperativeMatrixPerElementOperationsNV,
+       [](gpu::Capabilities& c) { c.coopmat_nv2 = false; }},
       {"subgroup clustered operations", sc::GroupNonUniformClustered,
        [](gpu::Capabilities& c) { c.subgroup_ops &= ~VK_SUBGROUP_FEATURE_CLUSTERED_BIT; }},
       {"subgroup shuffle", sc::GroupNonUniformShuffle,
@@ -272,7 +277,7 @@ TEST_CASE("every kernel's declared capabilities and extensions against a faked d
       }
     }
     const bool matrix = name.find("_tile_cm") != std::string::npos && name.find("_emu") == std::string::npos;
-    const bool khr = name.find("_tile_ck") != std::string::npos;
+    const bool khr = name.find("_tile_ck") != std::string::npos || name.find("_tile_pe") != std::string::npos;
     if (matrix || khr) {
       ++matrices;
       // The cooperative-matrix modules declare the Vulkan memory model: refused without it (the
@@ -287,7 +292,7 @@ TEST_CASE("every kernel's declared capabilities and extensions against a faked d
     if (name.find("_sx") != std::string::npos) CHECK(declares(*fp, gpu::spv_cap::GroupNonUniformShuffle));
     // Exactly the subgroup-lane layouts number their threads by lanes (full subgroups required).
     const bool lane_layout = name.find("_sg") != std::string::npos || name.find("_sx") != std::string::npos ||
-                             name.find("_tile_c") != std::string::npos;
+                             name.find("_tile_c") != std::string::npos || name.find("_tile_pe") != std::string::npos;
     CHECK(fp->numbers_subgroup_lanes == lane_layout);
     lanes += fp->numbers_subgroup_lanes;
   }
@@ -302,6 +307,47 @@ TEST_CASE("every kernel's declared capabilities and extensions against a faked d
   u = gpu::check_capabilities(all, "made_up", {gpu::spv_cap::Shader}, {"SPV_KHR_made_up"});
   CHECK(!u.ok());
   CHECK(u.message().find("SPV_KHR_made_up") != std::string::npos);
+}
+
+TEST_CASE("a SPIR-V 1.6 kernel needs Vulkan 1.3 of both the instance and the device, and maintenance4") {
+  const gpu::ShaderBinary* b = gpu::find_shader("rfa_attention_tile_pe");
+  if (!b) {
+    MESSAGE("skipped: this build has no *_tile_pe kernels (glslang 15: scripts/install-deps.sh mesa26)");
+    return;
+  }
+  auto fp = gpu::shader_footprint(b->words, b->count, b->name, {128});  // (constant 0: the workgroup)
+  REQUIRE(fp.ok());
+  CHECK(fp->invocations() == 128);
+  CHECK(fp->spirv_version == 0x10600u);
+  CHECK(fp->local_size_id);
+  gpu::Capabilities c;  // a device that takes everything else the kernel needs
+  c.max_shared_memory = 65536;
+  c.max_workgroup_invocations = 1024;
+  c.max_workgroup_size[0] = 1024;
+  c.subgroup_size = c.min_subgroup_size = c.max_subgroup_size = 32;
+  c.subgroup_size_control = true;
+  c.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  c.shader_float16 = c.vulkan_memory_model = true;
+  c.coopmat_khr_block = 16;
+  c.coopmat_nv2 = c.maintenance4 = true;
+  c.api_version = c.instance_api_version = VK_API_VERSION_1_3;
+  c.spirv_version = gpu::spirv_version_of(VK_API_VERSION_1_3);
+  Status ok = gpu::check_footprint(c, b->name, *fp);
+  CHECK_MESSAGE(ok.ok(), ok.to_string());
+  // An instance of Vulkan 1.1 on a 1.3 device: SPIR-V up to 1.3.
+  gpu::Capabilities old = c;
+  old.instance_api_version = VK_API_VERSION_1_1;
+  old.spirv_version = gpu::spirv_version_of(VK_API_VERSION_1_1);
+  Status s = gpu::check_footprint(old, b->name, *fp);
+  CHECK(!s.ok());
+  CHECK(s.message().find("SPIR-V 1.6") != std::string::npos);
+  CHECK(s.message().find("the instance's 1.1") != std::string::npos);
+  CHECK(gpu::spirv_version_of(VK_API_VERSION_1_2) == 0x10500u);
+  gpu::Capabilities no_m4 = c;
+  no_m4.maintenance4 = false;
+  s = gpu::check_footprint(no_m4, b->name, *fp);
+  CHECK(!s.ok());
+  CHECK(s.message().find("maintenance4") != std::string::npos);
 }
 
 TEST_CASE("the pipeline layer refuses a kernel beyond the limits, naming the limit") {

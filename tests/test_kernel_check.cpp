@@ -68,6 +68,7 @@ TEST_CASE("every attention path the chooser can take here matches the CPU evalua
   CHECK(ran("+ rfa_attention_reduce"));
   if (caps.subgroup_size_control && (caps.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) CHECK((ran("_sx") || ran("_sg")));
   if (caps.coopmat_khr()) CHECK(ran("_tile_ck"));
+  if (caps.coopmat_nv2) CHECK(ran("_tile_pe"));  // VK_NV_cooperative_matrix2 (Mesa 26)
   if (caps.shader_float16) CHECK(ran("_tile_f16"));
   CHECK(r->size() >= 8);
 }

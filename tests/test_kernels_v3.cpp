@@ -44,6 +44,9 @@ TEST_CASE("every v3 switch off and on matches the twin, and off equals on to rou
       {"attention_prefetch (the device's matrices)", &KernelOptions::attention_prefetch, 0, 1, 1, 0, 1, true},
       {"attention_raw_f16 (the device's matrices)", &KernelOptions::attention_raw_f16, 0, 1, 1, 0, 1, true},
       {"attention_pad_strides (the device's matrices)", &KernelOptions::attention_pad_strides, 0, 1, 1, 0, 1, false},
+      // Per element of the accumulators (VK_NV_cooperative_matrix2: Mesa 26's lavapipe; skipped elsewhere).
+      {"attention_coopmat_per_element", &KernelOptions::attention_coopmat_per_element, 0, 1, 1, 0, 1, true},
+      {"attention_coopmat_per_element (fp32 caches)", &KernelOptions::attention_coopmat_per_element, 0, 1, 1, 0, 1, false},
   };
   int ran = 0;
   for (const Switch& sw : switches) {
@@ -55,7 +58,8 @@ TEST_CASE("every v3 switch off and on matches the twin, and off equals on to rou
     }
     const gpu::Capabilities& caps = paths[1].gpu().caps();
     const auto t = ops::choose_attention_tiling(caps, paths[1].kernels, 40, 20, 4, 150, true);
-    if ((sw.f16_math && !t.f16_math) || (sw.coopmat && !t.coopmat)) {
+    const bool per_element = sw.field == &KernelOptions::attention_coopmat_per_element;
+    if ((sw.f16_math && !t.f16_math) || (sw.coopmat && !t.coopmat) || (per_element && !t.coopmat_pe)) {
       MESSAGE("skipped on this device: " << t.why);
       continue;
     }

@@ -91,7 +91,7 @@ class ContextOptions(ctypes.Structure):
                                      "attention_pad_strides", "attention_f16_chunk", "attention_prefetch",
                                      "attention_raw_f16", "attention_lag_e2", "attention_decode_registers",
                                      "attention_split_cores", "verify_kernels")] + \
-               [("kernel_cache", c_char_p)]
+               [("kernel_cache", c_char_p), ("attention_coopmat_per_element", c_int)]
 
 
 def context_options_from_environment(options, environ=None):
@@ -128,7 +128,8 @@ def context_options_from_environment(options, environ=None):
                         ("RFA_ATTN_PAD_STRIDES", "attention_pad_strides"), ("RFA_ATTN_PREFETCH", "attention_prefetch"),
                         ("RFA_ATTN_RAW_F16", "attention_raw_f16"), ("RFA_ATTN_LAG_E2", "attention_lag_e2"),
                         ("RFA_ATTN_DECODE_REGISTERS", "attention_decode_registers"),
-                        ("RFA_ATTN_SPLIT_CORES", "attention_split_cores")):
+                        ("RFA_ATTN_SPLIT_CORES", "attention_split_cores"),
+                        ("RFA_ATTN_COOPMAT_PER_ELEMENT", "attention_coopmat_per_element")):
         if get(name):
             setattr(options, field, 1 if get(name) == "1" else 0)
     for name, field, least in (("RFA_ATTN_TILE_WORKGROUP", "attention_tile_workgroup", 0),

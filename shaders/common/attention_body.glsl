@@ -270,6 +270,8 @@ void main() {
 #endif
     }
   }
+#elif RFA_TILE && RFA_TILE_PE
+#include "attention_tile_walk_pe.glsl"
 #elif RFA_TILE
 #include "attention_tile_walk.glsl"
 #else

@@ -40,6 +40,9 @@
 #ifndef RFA_TILE_CM
 #define RFA_TILE_CM 0
 #endif
+#ifndef RFA_TILE_PE
+#define RFA_TILE_PE 0
+#endif
 #if RFA_TILE_F16
 #define TILE_T f16vec2
 #define TILE_WEIGHTED(p, v) vec2(float16_t(p) * (v))
@@ -84,12 +87,22 @@ const uint CS = PAD ? BK + 8 : BK + 4;  // the floats of a cross-term row (8 mod
 const uint PS = BK + 8;      // the halves of a weight row
 const uint VS = D2 + 4;      // the floats of a P V row
 shared float16_t tq[BQ * HS];
+#if RFA_TILE_PE
+// The per-element form (RFA_TILE_PE, common/attention_tile_walk_pe.glsl): K and V in two tiles
+// (VO) where they fit (KV_APART), else V over K; tmat serves only the output hand-over.
+const uint VO = KV_APART ? BK * HS : 0;
+const uint KV_ROWS = (KV_APART ? 2 : 1) * BK;
+shared float16_t tkv[KV_ROWS * HS];
+shared float tmat[BQ * VS];
+#else
+const uint KV_ROWS = BK;
 shared float16_t tkv[BK * HS];  // the K tile, then (once its cross terms are stored) the V tile
 // fp32 results of the matrices: the tile's cross terms (stride CS), then its P V (stride VS),
 // finally the output hand-over. One array: each is read before the next is stored.
 shared float tmat[BQ * (CS > VS ? CS : VS)];
 shared float16_t tp16[BQ * PS];  // p E per pair, phase D's A operand, times PE_SCALE (below)
 #define T_WEIGHT(r, c) tp16[(r) * PS + (c)]
+#endif
 // p E is at most 1 and reaches e^-10 (the decay's floor min_exponent) times a softmax weight: in
 // fp16 that is subnormal or zero (6.1e-5 is fp16's smallest normal). Stored times PE_SCALE (exact),
 // it keeps 11 bits down to 2^-28 and is not flushed above 2^-38; the fp32 P V blocks are scaled back.
@@ -118,6 +131,16 @@ void stage_kv_half2(uint o, KV_T w) {
 // elements tid + q WG of the tile's BK x D), loaded before this tile's pair terms and stored into
 // the tiles when they are free, so that the global loads run under phases B to D.
 const uint KPT = PREFETCH ? (BK * D + WG - 1) / WG : 1;
+// This thread's share of the K and V words of the tile from key j1 (keys up to kv_end) into kp, vp.
+void prefetch_kv(uint tid, uint base, uint j1, uint kv_end, inout KV_T kp[KPT], inout KV_T vp[KPT]) {
+  const uint nk1 = min(BK, kv_end - j1);
+  [[unroll]] for (uint q = 0; q < KPT; ++q) {
+    const uint e = tid + q * WG;
+    const uint g = (base + slot_of(j1 + min(e / D, nk1 - 1))) * D + e % D;  // (in range; unused past nk1)
+    kp[q] = Kc[g];
+    vp[q] = Vc[g];
+  }
+}
 
 // One subgroup's CMB x CMB output block C = sum over CMB-wide steps of A (CMB x CMB) B (CMB x CMB),
 // the operands loaded from shared arrays at an element offset and stride, row- or column-major:
@@ -213,6 +236,32 @@ const uint OUT_ROW = BKP;
 const uint TMX = RFA_ROW_SG != 0 ? 1 : BQ * S;
 shared float tmx[TMX];
 #endif
+// The Q tile of rows q0.. (rows past n_new zero: fully masked anyway); for the matrices as (re, im)
+// halves, and the halves [2D, D2) of every Q, K and V row zeroed once (the staging never writes
+// them), so that the padded blocks add exactly nothing (uninitialised shared memory could hold NaN bits).
+void stage_tile_q(uint tid, uint q0, uint pos0, uint base) {
+  for (uint e = tid; e < BQ * D; e += WG) {
+    const uint r = e / D, qr = q0 + r;
+    vec2 x = qr < pc.n_new ? Qc[(base + slot_of(pos0 + qr)) * D + e % D] : vec2(0.0);
+#if RFA_SDPA
+    x *= pc.scale * RFA_LOG2E;  // logits in base 2 (exp2 softmax)
+#endif
+#if RFA_TILE_CM
+    tq[r * HS + 2 * (e % D)] = float16_t(x.x);
+    tq[r * HS + 2 * (e % D) + 1] = float16_t(x.y);
+#else
+    tq[r * DP + e % D] = TILE_T(x);
+#endif
+  }
+#if RFA_TILE_CM
+  for (uint e = tid; e < (BQ + KV_ROWS) * (D2 - 2 * D); e += WG) {
+    const uint r = e / (D2 - 2 * D), c = 2 * D + e % (D2 - 2 * D);
+    if (r < BQ) tq[r * HS + c] = float16_t(0.0);
+    else tkv[(r - BQ) * HS + c] = float16_t(0.0);
+  }
+#endif
+}
+
 #if !RFA_SDPA
 shared float tkn[BK];         // |K~|^2 and (hi, lo) times of the tile's keys
 shared vec2 tkt[BK];
@@ -227,6 +276,16 @@ shared int tki[BK];
 const int ROW_NO_INT = -(1 << 29), KEY_NO_INT = 1 << 29;
 int integer_time(vec2 t, int none) {
   return (t.y == 0.0 && t.x >= 0.0 && t.x < 16777216.0 && t.x == floor(t.x)) ? int(t.x) : none;
+}
+// The rows' terms: |Q~|^2, the (hi, lo) time and its integer time (rows past n_new zero).
+void stage_tile_rows(uint tid, uint q0, uint pos0, uint base, uint tbase) {
+  for (uint r = tid; r < BQ; r += WG) {
+    const bool live = q0 + r < pc.n_new;
+    const uint s = slot_of(pos0 + q0 + r);
+    tqn[r] = live ? q_norm2[base + s] : 0.0;
+    tqt[r] = live ? ts[tbase + s] : vec2(0.0);
+    tqi[r] = integer_time(tqt[r], ROW_NO_INT);
+  }
 }
 // Stages the key terms of the tile's nk keys from j0: |K~|^2, the (hi, lo) time and its integer
 // time. Both tile layouts use it (before their barrier).
@@ -288,6 +347,75 @@ float tile_pair_logit(Head P, uint h, uint r, uint c, float cross, out float E, 
   E = t.E;
   return logit;
 }
+#endif
+
+#if RFA_TILE_PE
+// The per-element form's operations on an accumulator's elements (GL_NV_cooperative_matrix2's
+// coopMatPerElementNV passes each element's row i and column j within the CMB x CMB block, its
+// value and the further arguments; coopMatReduceNV combines a row). The walk's place is
+// module-scope state, the same in every lane, set by the walk before each tile: callbacks may not
+// take it from shared memory by barrier (they run unordered, lane by lane).
+uint pe_q0, pe_pos0, pe_j0, pe_nk;
+bool pe_interior;
+#if !RFA_SDPA
+Head pe_head;
+uint pe_h;
+#endif
+// Whether tile row r sees tile key c: the scalar tile's mask (phase B), to the letter.
+bool pe_visible(uint r, uint c) {
+  const uint qr = pe_q0 + r, ii = pe_pos0 + qr, j = pe_j0 + c;
+  return pe_interior || (qr < pc.n_new && c < pe_nk && (!CAUSAL || (j <= ii && j >= first_key(ii))));
+}
+// The block's element (i, j), whose first tile row and key are rb, cb: the logit (base 2) over its
+// cross term, -inf where masked; RFA's pair terms (lag, E, B, P, the Student-t residual) there.
+float pe_logit(const in uint i, const in uint j, const in float cross, const in uint rb, const in uint cb) {
+  const uint r = rb + i, c = cb + j;
+  if (!pe_visible(r, c)) return NEG_INF;
+#if RFA_SDPA
+  return cross;
+#else
+  float E, energy;
+  return tile_pair_logit(pe_head, pe_h, r, c, cross, E, energy);
+#endif
+}
+#if !RFA_SDPA
+// The gate's energy of the pair (natural log), -inf where masked.
+float pe_energy(const in uint i, const in uint j, const in float cross, const in uint rb, const in uint cb) {
+  const uint r = rb + i, c = cb + j;
+  if (!pe_visible(r, c)) return NEG_INF;
+  float E, energy;
+  tile_pair_logit(pe_head, pe_h, r, c, cross, E, energy);
+  return energy;
+}
+#endif
+// The weight p of the pair times its decay E (RFA; SDPA E = 1), times PE_SCALE: phase D's operand.
+float pe_weight(const in uint i, const in uint j, const in float p, const in uint rb, const in uint cb) {
+#if RFA_SDPA
+  return p * PE_SCALE;
+#else
+  if (p == 0.0) return 0.0;  // masked (and its lag may be outside every table)
+  float E, energy;
+  tile_pair_logit(pe_head, pe_h, rb + i, cb + j, 0.0, E, energy);
+  return p * E * PE_SCALE;
+#endif
+}
+float pe_max(const in uint i, const in uint j, const in float a, const in float b) { return max(a, b); }
+// exp2(x - m) against a row maximum m (0 where the row has no key yet or x is masked).
+float pe_exp2_rel(const in uint i, const in uint j, const in float x, const in float m) {
+  return m == NEG_INF ? 0.0 : exp2(x - m);
+}
+float pe_exp_rel(const in uint i, const in uint j, const in float x, const in float m) {
+  return m == NEG_INF ? 0.0 : exp(x - m);
+}
+// The accumulators' factor when a row's maximum moves from m_old to m_new (base 2; natural).
+float pe_rescale2(const in uint i, const in uint j, const in float m_old, const in float m_new) {
+  return m_new == NEG_INF ? 1.0 : exp2(m_old - m_new);
+}
+float pe_rescale(const in uint i, const in uint j, const in float m_old, const in float m_new) {
+  return m_new == NEG_INF ? 1.0 : exp(m_old - m_new);
+}
+float pe_combine_max(const in float a, const in float b) { return max(a, b); }
+float pe_combine_add(const in float a, const in float b) { return a + b; }
 #endif
 
 #endif

@@ -6,37 +6,9 @@
   const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
   const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the first row's oldest key
 
-  // The Q tile and the rows' terms (rows past n_new are zero and fully masked).
-  for (uint e = tid; e < BQ * D; e += WG) {
-    const uint r = e / D, qr = q0 + r;
-    vec2 x = qr < pc.n_new ? Qc[(base + slot_of(pos0 + qr)) * D + e % D] : vec2(0.0);
-#if RFA_SDPA
-    x *= pc.scale * RFA_LOG2E;  // logits in base 2 (exp2 softmax)
-#endif
-#if RFA_TILE_CM
-    tq[r * HS + 2 * (e % D)] = float16_t(x.x);
-    tq[r * HS + 2 * (e % D) + 1] = float16_t(x.y);
-#else
-    tq[r * DP + e % D] = TILE_T(x);
-#endif
-  }
-#if RFA_TILE_CM
-  // Halves [2D, D2) of every Q and K/V row: zero once (the staging loops never write them), so
-  // the padded blocks add exactly nothing (uninitialised shared memory could hold NaN bits).
-  for (uint e = tid; e < (BQ + BK) * (D2 - 2 * D); e += WG) {
-    const uint r = e / (D2 - 2 * D), c = 2 * D + e % (D2 - 2 * D);
-    if (r < BQ) tq[r * HS + c] = float16_t(0.0);
-    else tkv[(r - BQ) * HS + c] = float16_t(0.0);
-  }
-#endif
+  stage_tile_q(tid, q0, pos0, base);
 #if !RFA_SDPA
-  for (uint r = tid; r < BQ; r += WG) {
-    const bool live = q0 + r < pc.n_new;
-    const uint s = slot_of(pos0 + q0 + r);
-    tqn[r] = live ? q_norm2[base + s] : 0.0;
-    tqt[r] = live ? ts[tbase + s] : vec2(0.0);
-    tqi[r] = integer_time(tqt[r], ROW_NO_INT);
-  }
+  stage_tile_rows(tid, q0, pos0, base, tbase);
   // The integer times of the first and last live rows, for each tile's lag window.
   const int ri0 = integer_time(ts[tbase + slot_of(pos0 + q0)], ROW_NO_INT);
   const int ri1 = integer_time(ts[tbase + slot_of(pos0 + last_q)], ROW_NO_INT);
@@ -149,15 +121,7 @@
         stage_kv_half2((e / D) * HS + 2 * (e % D), e / D < nk ? Vc[(base + slot_of(j0 + e / D)) * D + e % D] : zero_word);
     }
     // The next tile's K and V words, in flight while this tile's pair terms, softmax and P V run.
-    if (PREFETCH && j0 + BK < kv_end) {
-      const uint j1 = j0 + BK, nk1 = min(BK, kv_end - j1);
-      [[unroll]] for (uint q = 0; q < KPT; ++q) {
-        const uint e = tid + q * WG;
-        const uint g = (base + slot_of(j1 + min(e / D, nk1 - 1))) * D + e % D;  // (in range; unused past nk1)
-        kpre[q] = Kc[g];
-        vpre[q] = Vc[g];
-      }
-    }
+    if (PREFETCH && j0 + BK < kv_end) prefetch_kv(tid, base, j0 + BK, kv_end, kpre, vpre);
 #else
     [[unroll]] for (uint k = 0; k < TR * TC; ++k) s[k] = 0.0;
 #define TILE_Q(a, d) (Q_REGS ? qreg[(a) * D + (d)] : tq[(tr + NR * (a)) * DP + (d)])

@@ -67,6 +67,9 @@ struct KernelOptions {
   int attention_decode_registers = -1;  // -1 on (GPUs): decode steps read K/V straight into registers, several
                                         // subgroups a row, no barrier in the walk (0: key tiles in shared memory)
   int attention_split_cores = -1;     // -1 on: split-k aims at two workgroups per compute unit of the device (0: 512)
+  int attention_coopmat_per_element = -1;  // -1 on where the device has VK_NV_cooperative_matrix2: the matrix tile's
+                                           // pair terms, softmax and output applied per element of the accumulators
+                                           // (the *_tile_pe kernels; 0: through shared memory, the *_tile_ck kernels)
   bool push_descriptors = true;  // false: pooled descriptor sets even where VK_KHR_push_descriptor exists
 };
 // Device profiles (docs/device-profiles.md): the limits and features of a device the runtime is not

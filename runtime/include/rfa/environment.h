@@ -57,6 +57,7 @@ static inline void rfa_context_options_from_environment(rfa_context_options* o) 
   rfa_environment_on_off_("RFA_ATTN_LAG_E2", &o->attention_lag_e2);
   rfa_environment_on_off_("RFA_ATTN_DECODE_REGISTERS", &o->attention_decode_registers);
   rfa_environment_on_off_("RFA_ATTN_SPLIT_CORES", &o->attention_split_cores);
+  rfa_environment_on_off_("RFA_ATTN_COOPMAT_PER_ELEMENT", &o->attention_coopmat_per_element);
   if ((v = rfa_environment_variable("RFA_ATTN_F16_CHUNK"))) {
     const int n = atoi(v);
     o->attention_f16_chunk = n > 0 ? n : 1;

@@ -21,7 +21,8 @@
 // | RFA_ATTN_COOPMAT         | KernelOptions::attention_coopmat ("1", "2", else 0)            |
 // | RFA_ATTN_TILE_WORKGROUP  | KernelOptions::attention_tile_workgroup (n > 0 threads)        |
 // | RFA_ATTN_FMA, RFA_ATTN_Q_REGISTERS, RFA_ATTN_PAD_STRIDES, RFA_ATTN_PREFETCH,              |
-// | RFA_ATTN_RAW_F16, RFA_ATTN_LAG_E2, RFA_ATTN_DECODE_REGISTERS, RFA_ATTN_SPLIT_CORES        |
+// | RFA_ATTN_RAW_F16, RFA_ATTN_LAG_E2, RFA_ATTN_DECODE_REGISTERS, RFA_ATTN_SPLIT_CORES,       |
+// | RFA_ATTN_COOPMAT_PER_ELEMENT                                                             |
 // |                          | the v3 switches of the same names ("1": 1, else 0)             |
 // | RFA_ATTN_F16_CHUNK       | KernelOptions::attention_f16_chunk (n >= 1)                    |
 // | RFA_VERIFY_KERNELS       | ContextOptions::verify_kernels (set and not "0": on)           |
@@ -71,6 +72,7 @@ inline KernelOptions kernel_options_from_environment(KernelOptions k) {
   on_off("RFA_ATTN_LAG_E2", k.attention_lag_e2);
   on_off("RFA_ATTN_DECODE_REGISTERS", k.attention_decode_registers);
   on_off("RFA_ATTN_SPLIT_CORES", k.attention_split_cores);
+  on_off("RFA_ATTN_COOPMAT_PER_ELEMENT", k.attention_coopmat_per_element);
   auto count = [](const char* name, int& field, int least) {
     const std::string v = environment_variable(name);
     if (!v.empty()) field = std::max(least, std::atoi(v.c_str()));

@@ -80,6 +80,7 @@ typedef struct rfa_context_options {
       attention_prefetch, attention_raw_f16, attention_lag_e2, attention_decode_registers, attention_split_cores;
   int verify_kernels;
   const char* kernel_cache;
+  int attention_coopmat_per_element;
 } rfa_context_options;
 RFA_API void rfa_context_options_default(rfa_context_options* o);
 RFA_API rfa_status rfa_context_create_ex(const rfa_context_options* options, rfa_context** out);

@@ -50,6 +50,7 @@ rfa::ContextOptions to_cpp(const rfa_context_options& c) {
   o.kernels.attention_lag_e2 = c.attention_lag_e2;
   o.kernels.attention_decode_registers = c.attention_decode_registers;
   o.kernels.attention_split_cores = c.attention_split_cores;
+  o.kernels.attention_coopmat_per_element = c.attention_coopmat_per_element;
   o.verify_kernels = c.verify_kernels != 0;
   o.kernel_cache = c.kernel_cache ? c.kernel_cache : "";
   o.kernels.push_descriptors = c.push_descriptors != 0;
@@ -118,6 +119,7 @@ void rfa_context_options_default(rfa_context_options* o) {
   o->attention_lag_e2 = d.kernels.attention_lag_e2;
   o->attention_decode_registers = d.kernels.attention_decode_registers;
   o->attention_split_cores = d.kernels.attention_split_cores;
+  o->attention_coopmat_per_element = d.kernels.attention_coopmat_per_element;
   o->verify_kernels = d.verify_kernels ? 1 : 0;
   o->kernel_cache = nullptr;
   o->push_descriptors = d.kernels.push_descriptors ? 1 : 0;

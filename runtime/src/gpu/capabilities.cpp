@@ -132,6 +132,15 @@ bool probe_coopmat_nv(VkInstance instance, VkPhysicalDevice phys) {
 }
 // The side of the square subgroup-scope VK_KHR_cooperative_matrix shape of fp16 A/B and fp32 C and
 // result that the attention tile's *_tile_ck kernels can use: 16 where listed, else 8, else 0.
+// VK_NV_cooperative_matrix2 with the three features the *_tile_pe kernels declare.
+bool probe_coopmat_nv2(VkPhysicalDevice phys) {
+  if (!device_has_extension(phys, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) return false;
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV f{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &f;
+  vkGetPhysicalDeviceFeatures2(phys, &f2);
+  return f.cooperativeMatrixReductions && f.cooperativeMatrixConversions && f.cooperativeMatrixPerElementOperations;
+}
 uint32_t probe_coopmat_khr(VkInstance instance, VkPhysicalDevice phys) {
   if (!device_has_extension(phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return 0;
   if (!matrices_in_compute(
@@ -166,7 +175,13 @@ uint32_t subgroup_layout_size(const Capabilities& c, uint32_t workgroup) {
   return size;
 }
 
-Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family) {
+uint32_t spirv_version_of(uint32_t api_version) {
+  const uint32_t minor = VK_API_VERSION_MAJOR(api_version) > 1 ? 3 : VK_API_VERSION_MINOR(api_version);
+  return minor >= 3 ? 0x10600 : minor == 2 ? 0x10500 : 0x10300;
+}
+
+Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family,
+                                uint32_t instance_api_version) {
   Capabilities c;
 
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -181,6 +196,8 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
   const VkPhysicalDeviceProperties& p = props2.properties;
 
   c.api_version = p.apiVersion;
+  c.instance_api_version = instance_api_version;
+  c.spirv_version = spirv_version_of(std::min(p.apiVersion, instance_api_version));
   c.vendor_id = p.vendorID;
   c.device_id = p.deviceID;
   c.driver_version = p.driverVersion;
@@ -255,6 +272,14 @@ Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint
   // extension), so neither counts without it.
   c.coopmat_nv = c.shader_float16 && c.vulkan_memory_model && probe_coopmat_nv(instance, phys);
   c.coopmat_khr_block = c.shader_float16 && c.vulkan_memory_model ? probe_coopmat_khr(instance, phys) : 0;
+  if (c.spirv_version >= 0x10600) {  // a Vulkan 1.3 device and instance: the core feature struct
+    VkPhysicalDeviceMaintenance4Features m4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+    VkPhysicalDeviceFeatures2 mf{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    mf.pNext = &m4;
+    vkGetPhysicalDeviceFeatures2(phys, &mf);
+    c.maintenance4 = m4.maintenance4 == VK_TRUE;
+  }
+  c.coopmat_nv2 = c.coopmat_khr() && c.maintenance4 && probe_coopmat_nv2(phys);
   // The device's compute units, where it names them (properties only: nothing to enable).
   if (device_has_extension(phys, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};

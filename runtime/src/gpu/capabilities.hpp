@@ -79,6 +79,19 @@ struct Capabilities {
   // model (the SPIR-V of GL_KHR_cooperative_matrix declares it) and shaderFloat16.
   uint32_t coopmat_khr_block = 0;
   bool coopmat_khr() const { return coopmat_khr_block != 0; }
+  // VK_NV_cooperative_matrix2 with its reductions, conversions and per-element operations
+  // (cooperativeMatrixReductions, cooperativeMatrixConversions, cooperativeMatrixPerElementOperations:
+  // the *_tile_pe kernels, on the KHR shape above), enabled by the context. Its SPIR-V is 1.6, so it
+  // counts only where spirv_version reaches 1.6. NVIDIA (driver 550+) and lavapipe (Mesa 25+) have it.
+  bool coopmat_nv2 = false;
+  // maintenance4 (core in Vulkan 1.3, enabled by the context there): SPIR-V 1.6 modules give their
+  // workgroup size by LocalSizeId, which needs it.
+  bool maintenance4 = false;
+  // The highest SPIR-V version a module may have on this device: 1.3 under Vulkan 1.1, 1.5 under
+  // 1.2, 1.6 under 1.3, of the lower of the instance's API version (the context asks for up to 1.3)
+  // and the device's (gpu::check_footprint refuses a newer module, naming both).
+  uint32_t spirv_version = 0x10300;
+  uint32_t instance_api_version = VK_API_VERSION_1_1;
   // The Vulkan memory model (VK_KHR_vulkan_memory_model's vulkanMemoryModel, core in 1.2), enabled
   // by the context where present: modules compiled with cooperative matrices declare it.
   bool vulkan_memory_model = false;
@@ -129,8 +142,13 @@ bool choose_unified_memory(const Capabilities& c);
 // subgroups of it (or more than maxComputeWorkgroupSubgroups of them). Pure: tested on faked structs.
 uint32_t subgroup_layout_size(const Capabilities& c, uint32_t workgroup);
 
-// Fills the struct from a physical device (queries only; creates nothing).
-Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family);
+// Fills the struct from a physical device (queries only; creates nothing). `instance_api_version`
+// is the apiVersion the instance was created with (it bounds the SPIR-V the device takes).
+Capabilities probe_capabilities(VkInstance instance, VkPhysicalDevice phys, uint32_t queue_family,
+                                uint32_t instance_api_version = VK_API_VERSION_1_1);
+
+// The highest SPIR-V version (0x00010600 for 1.6) of a Vulkan API version.
+uint32_t spirv_version_of(uint32_t api_version);
 
 const char* device_type_name(VkPhysicalDeviceType t);
 

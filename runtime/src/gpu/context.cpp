@@ -55,11 +55,22 @@ struct Enumerated {
   std::vector<VkPhysicalDevice> devices;
 };
 
-Status create_instance(bool validation, bool* portability, VkInstance* out) {
+// The instance's API version: the loader's, capped at 1.3 (the highest the runtime uses: the
+// SPIR-V 1.6 of the *_tile_pe kernels), at least 1.1. It only bounds what devices may be used for:
+// features are probed per device and enabled through their extensions either way.
+uint32_t instance_api_version() {
+  uint32_t v = VK_API_VERSION_1_1;
+  if (vkEnumerateInstanceVersion && vkEnumerateInstanceVersion(&v) != VK_SUCCESS) v = VK_API_VERSION_1_1;
+  return std::clamp<uint32_t>(VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), 0),
+                              VK_API_VERSION_1_1, VK_API_VERSION_1_3);
+}
+
+Status create_instance(bool validation, bool* portability, VkInstance* out, uint32_t* api_version = nullptr) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "rfa-vk";
   app.pEngineName = "rfa-vk";
-  app.apiVersion = VK_API_VERSION_1_1;  // the floor; newer features are probed per device
+  app.apiVersion = instance_api_version();
+  if (api_version) *api_version = app.apiVersion;
 
   std::vector<const char*> layers, exts;
   if (validation) {
@@ -104,9 +115,9 @@ Result<std::vector<VkPhysicalDevice>> physical_devices(VkInstance inst) {
   return devs;
 }
 
-DeviceInfo describe(VkInstance inst, VkPhysicalDevice phys, int index) {
+DeviceInfo describe(VkInstance inst, VkPhysicalDevice phys, int index, uint32_t api = VK_API_VERSION_1_1) {
   int family = find_compute_family(phys);
-  return describe_device(probe_capabilities(inst, phys, family < 0 ? 0 : (uint32_t)family), index, family >= 0);
+  return describe_device(probe_capabilities(inst, phys, family < 0 ? 0 : (uint32_t)family, api), index, family >= 0);
 }
 
 // Picks a device: an explicit selector (index or name substring) or the best type.
@@ -186,7 +197,8 @@ Result<std::vector<DeviceInfo>> list_devices_impl() {
   RFA_TRY(load_vulkan());
   bool portability = false;
   VkInstance inst = VK_NULL_HANDLE;
-  Status s = create_instance(false, &portability, &inst);
+  uint32_t api = VK_API_VERSION_1_1;
+  Status s = create_instance(false, &portability, &inst, &api);
   if (!s.ok()) return s;
   if (Status f = load_vulkan_functions(inst); !f.ok()) {
     vkDestroyInstance(inst, nullptr);
@@ -198,7 +210,7 @@ Result<std::vector<DeviceInfo>> list_devices_impl() {
     vkDestroyInstance(inst, nullptr);
     return devs.status();
   }
-  for (size_t i = 0; i < devs->size(); ++i) out.push_back(describe(inst, (*devs)[i], (int)i));
+  for (size_t i = 0; i < devs->size(); ++i) out.push_back(describe(inst, (*devs)[i], (int)i, api));
   vkDestroyInstance(inst, nullptr);
   return out;
 }
@@ -223,7 +235,8 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
 
   RFA_TRY(load_vulkan());
   bool portability = false;
-  RFA_TRY(create_instance(validation, &portability, &ctx->instance_));
+  uint32_t api = VK_API_VERSION_1_1;
+  RFA_TRY(create_instance(validation, &portability, &ctx->instance_, &api));
   RFA_TRY(load_vulkan_functions(ctx->instance_));
 
   if (validation) {
@@ -246,7 +259,7 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
   ctx->device_index_ = *idx;
   ctx->phys_ = (*devs)[(size_t)*idx];
   ctx->queue_family_ = (uint32_t)find_compute_family(ctx->phys_);
-  Capabilities caps = probe_capabilities(ctx->instance_, ctx->phys_, ctx->queue_family_);
+  Capabilities caps = probe_capabilities(ctx->instance_, ctx->phys_, ctx->queue_family_, api);
   // Pooled descriptor sets on request: GPU-assisted validation of the Khronos layer 1.3.239 tracks
   // only pooled descriptors (it reports push descriptors "uninitialized").
   caps.push_descriptors = caps.push_descriptors && options.kernels.push_descriptors;
@@ -316,6 +329,22 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     chain(coopmat_khr);
     exts.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   }
+  // Per-element operations, row reductions and accumulator conversions for the *_tile_pe kernels
+  // (KernelOptions::attention_coopmat_per_element).
+  // LocalSizeId (the workgroup size of SPIR-V 1.6 modules: the *_tile_pe kernels). Core in 1.3.
+  VkPhysicalDeviceMaintenance4Features maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
+  if (caps.maintenance4) {
+    maintenance4.maintenance4 = VK_TRUE;
+    chain(maintenance4);
+  }
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  if (caps.coopmat_nv2) {
+    coopmat2.cooperativeMatrixReductions = VK_TRUE;
+    coopmat2.cooperativeMatrixConversions = VK_TRUE;
+    coopmat2.cooperativeMatrixPerElementOperations = VK_TRUE;
+    chain(coopmat2);
+    exts.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+  }
   // Driver statistics per pipeline, only when asked (rfa-bench attention --stats).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexec{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
@@ -369,6 +398,8 @@ Result<std::unique_ptr<Context>> Context::adopt(const AdoptedDevice& a, const Co
   ctx->caps_.shader_float16 = false;  // likewise
   ctx->caps_.coopmat_nv = false;      // likewise
   ctx->caps_.coopmat_khr_block = 0;   // likewise
+  ctx->caps_.coopmat_nv2 = false;     // likewise (and the app's instance version is unknown)
+  ctx->caps_.maintenance4 = false;    // likewise
   ctx->caps_.vulkan_memory_model = ctx->caps_.vulkan_memory_model_device_scope = false;  // likewise
   ctx->caps_.subgroup_size_control = false;  // likewise: the subgroup-lane kernels are not chosen
   ctx->caps_.pipeline_executable_info = false;  // likewise

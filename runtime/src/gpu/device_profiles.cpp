@@ -18,24 +18,24 @@ constexpr VkSubgroupFeatureFlags kMoltenVK = kDesktop & ~VK_SUBGROUP_FEATURE_CLU
 const std::vector<DeviceProfile> kProfiles = {
     {"android-baseline-2022", "Android Vulkan Baseline 2022 (VP_ANDROID_baseline_2022, Vulkan 1.1)",
      "profiles/VP_ANDROID_baseline_2022.json", 16384, 128, {128, 128, 64}, {65535, 65535, 65535}, 128, 4, 24,
-     134217728ull, 256, kBasic, false, false, false, false, false, false, false, false, false, 0, 0, 0, false, false},
+     134217728ull, 256, kBasic, false, false, false, false, false, false, false, false, false, 0, 0, 0, false, false, false},
     {"vulkan-minimum", "Vulkan 1.1 minimum requirements (VP_LUNARG_minimum_requirements_1_1)",
      "profiles/LunarG/VP_LUNARG_minimum_requirements.json (VP_LUNARG_minimum_requirements_1_1)", 16384, 128,
      {128, 128, 64}, {65535, 65535, 65535}, 128, 4, 24, 134217728ull, 256, kBasic, false, false, false, false, false,
-     false, false, false, false, 0, 0, 0, false, false},
+     false, false, false, false, 0, 0, 0, false, false, false},
     {"apple-m1-moltenvk", "Apple M1 through MoltenVK 1.2.7 on macOS 14.3 (gpuinfo)",
      "profiles/LunarG/VP_LUNARG_desktop_baseline_2023/vp_gpuinfo_apple_m1_0_2_2015_osx_14_3.json", 32768, 1024,
      {1024, 1024, 1024}, {1073741824, 1073741824, 1073741824}, 4096, 31, 155, 4294967295ull, 16, kMoltenVK, true,
-     true, false, true, true, true, false, true, false, 4, 32, 256, false, false},
+     true, false, true, true, true, false, true, false, 4, 32, 256, false, false, false},
     {"intel-uhd-620", "Intel UHD Graphics 620, Windows 10 driver 101.2125 (gpuinfo)",
      "profiles/LunarG/VP_LUNARG_desktop_baseline_2024/vp_gpuinfo_intel_r__uhd_graphics_620_0_404_2125_windows_10.json",
      32768, 1024, {1024, 1024, 64}, {65536, 65536, 65536}, 256, 200, 1800, 1073741820ull, 64, kDesktop, true, true, true,
-     true, true, true, false, false, true, 8, 32, 56, true, false},
+     true, true, true, false, false, true, 8, 32, 56, true, false, false},
     {"intel-iris-xe", "Intel Iris Xe Graphics (TGL GT2), Mesa 26.1.3 on Linux (gpuinfo)",
      "profiles/LunarG/VP_LUNARG_desktop_baseline_2026/"
      "vp_gpuinfo_intel_r__iris_r__xe_graphics__tgl_gt2__26_1_3_void_unknown.json",
      49152, 1024, {1024, 1024, 1024}, {2147483647u, 65535, 65535}, 256, 201326592u, 201326592u, 4294967295ull, 4,
-     kDesktop, true, true, false, true, true, true, false, false, true, 8, 32, 64, true, false},
+     kDesktop, true, true, false, true, true, true, false, false, true, 8, 32, 64, true, false, false},
 };
 
 }  // namespace
@@ -78,6 +78,8 @@ void apply_device_profile(Capabilities& c, const DeviceProfile& p) {
   c.vulkan_memory_model_device_scope = c.vulkan_memory_model_device_scope && c.vulkan_memory_model;
   c.coopmat_nv = c.coopmat_nv && p.coopmat_nv && c.shader_float16 && c.vulkan_memory_model;
   if (!(p.coopmat_khr && c.shader_float16 && c.vulkan_memory_model)) c.coopmat_khr_block = 0;
+  c.coopmat_nv2 = c.coopmat_nv2 && p.coopmat_nv2 && c.coopmat_khr();
+  c.maintenance4 = c.maintenance4 && p.coopmat_nv2;  // (no profile lists it: only the *_tile_pe kernels need it)
   // A size both the real device and the profile's allow, and the real device's default among them.
   if (p.min_subgroup_size != 0) {
     const uint32_t lo = c.min_subgroup_size ? c.min_subgroup_size : c.subgroup_size;

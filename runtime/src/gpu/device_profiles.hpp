@@ -47,6 +47,7 @@ struct DeviceProfile {
   uint32_t min_subgroup_size, max_subgroup_size, max_workgroup_subgroups;
   bool vulkan_memory_model;  // vulkanMemoryModel
   bool coopmat_khr;          // VK_KHR_cooperative_matrix
+  bool coopmat_nv2;          // VK_NV_cooperative_matrix2 (reductions, conversions, per-element operations)
 };
 
 // Every profile, in the order `rfa-run --device-profile list` prints them.

@@ -55,6 +55,9 @@ const char* missing_feature(const Capabilities& c, uint32_t cap, bool& known) {
       return c.vulkan_memory_model_device_scope ? nullptr : "vulkanMemoryModelDeviceScope";
     case spv_cap::CooperativeMatrixNV: return c.coopmat_nv ? nullptr : "VK_NV_cooperative_matrix";
     case spv_cap::CooperativeMatrixKHR: return c.coopmat_khr() ? nullptr : "VK_KHR_cooperative_matrix";
+    case spv_cap::CooperativeMatrixReductionsNV: case spv_cap::CooperativeMatrixConversionsNV:
+    case spv_cap::CooperativeMatrixPerElementOperationsNV:
+      return c.coopmat_nv2 ? nullptr : "VK_NV_cooperative_matrix2";
     default: known = false; return nullptr;
   }
 }
@@ -67,6 +70,7 @@ const char* missing_extension(const Capabilities& c, const std::string& e, bool&
   if (e == "SPV_KHR_vulkan_memory_model") return c.vulkan_memory_model ? nullptr : "VK_KHR_vulkan_memory_model";
   if (e == "SPV_NV_cooperative_matrix") return c.coopmat_nv ? nullptr : "VK_NV_cooperative_matrix";
   if (e == "SPV_KHR_cooperative_matrix") return c.coopmat_khr() ? nullptr : "VK_KHR_cooperative_matrix";
+  if (e == "SPV_NV_cooperative_matrix2") return c.coopmat_nv2 ? nullptr : "VK_NV_cooperative_matrix2";
   known = false;
   return nullptr;
 }
@@ -111,6 +115,19 @@ Status check_footprint(const Capabilities& c, const char* shader, const ShaderFo
     return refuse("needs " + std::to_string(f.shared_bytes) + " bytes of shared memory; the device allows " +
                       std::to_string(c.max_shared_memory),
                   "maxComputeSharedMemorySize");
+  if (f.spirv_version > c.spirv_version) {
+    auto spirv = [](uint32_t v) { return std::to_string((v >> 16) & 0xff) + "." + std::to_string((v >> 8) & 0xff); };
+    auto api = [](uint32_t v) {
+      return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v));
+    };
+    return refuse("is SPIR-V " + spirv(f.spirv_version) + "; the device takes up to " + spirv(c.spirv_version) +
+                      " (Vulkan " + api(std::min(c.api_version, c.instance_api_version)) + ": the lower of the instance's " +
+                      api(c.instance_api_version) + " and the device's " + api(c.api_version) + ")",
+                  "the API version");
+  }
+  if (f.local_size_id && !c.maintenance4)
+    return refuse("gives its workgroup size by LocalSizeId, which needs maintenance4 (absent or not enabled)",
+                  "maintenance4");
   if (f.numbers_subgroup_lanes && subgroup_layout_size(c, f.invocations()) == 0)
     return refuse("numbers its threads by subgroup lanes, and the device cannot run its " +
                       std::to_string(f.invocations()) +

@@ -284,6 +284,8 @@ Result<ShaderFootprint> shader_footprint(const uint32_t* words, size_t count, co
   out.capabilities = m.capabilities;
   out.extensions = m.extensions;
   out.numbers_subgroup_lanes = m.lane_builtins;
+  out.spirv_version = words[1];
+  out.local_size_id = m.local_size_id[0] || m.local_size_id[1] || m.local_size_id[2];
   for (int k = 0; k < 3; ++k) out.local_size[k] = m.local_size[k];
   for (int k = 0; k < 3; ++k) {
     if (!m.local_size_id[k]) continue;

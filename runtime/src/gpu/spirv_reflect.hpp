@@ -35,6 +35,10 @@ struct ShaderFootprint {
   // threads by subgroup lanes, so it must run as whole, full subgroups of a known size
   // (gpu::subgroup_layout_size; the pipeline layer creates it so, or refuses it).
   bool numbers_subgroup_lanes = false;
+  // The module's SPIR-V version (the header's word 1: 0x00010300 for 1.3): Vulkan 1.1 takes up to
+  // 1.3, 1.2 up to 1.5, 1.3 up to 1.6 (Capabilities::spirv_version).
+  uint32_t spirv_version = 0;
+  bool local_size_id = false;  // the workgroup size given by LocalSizeId (needs maintenance4)
   uint32_t invocations() const { return local_size[0] * local_size[1] * local_size[2]; }
 };
 
@@ -52,7 +56,11 @@ constexpr uint32_t Matrix = 0, Shader = 1, Float16 = 9, Float64 = 10, Int64 = 11
                    GroupNonUniform = 61, GroupNonUniformVote = 62, GroupNonUniformArithmetic = 63,
                    GroupNonUniformBallot = 64, GroupNonUniformShuffle = 65, GroupNonUniformShuffleRelative = 66,
                    GroupNonUniformClustered = 67, GroupNonUniformQuad = 68, VulkanMemoryModel = 5345,
-                   VulkanMemoryModelDeviceScope = 5346, CooperativeMatrixNV = 5357, CooperativeMatrixKHR = 6022;
+                   VulkanMemoryModelDeviceScope = 5346, CooperativeMatrixNV = 5357, CooperativeMatrixKHR = 6022,
+                   // VK_NV_cooperative_matrix2's (SPV_NV_cooperative_matrix2)
+                   CooperativeMatrixReductionsNV = 5430, CooperativeMatrixConversionsNV = 5431,
+                   CooperativeMatrixPerElementOperationsNV = 5432, CooperativeMatrixTensorAddressingNV = 5433,
+                   CooperativeMatrixBlockLoadsNV = 5434;
 }
 
 }  // namespace rfa::gpu

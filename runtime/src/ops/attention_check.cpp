@@ -223,8 +223,9 @@ Result<PathCheck> run_case(gpu::Context& g, const Case& c, const AttentionTiling
 
 Result<std::vector<PathCheck>> check_attention_paths(gpu::Context& g, const PathCheckOptions& o) {
   const gpu::Capabilities& caps = g.caps();
-  auto opt = [](int direct, int table, int split, int tile, int f16, int coopmat) {
+  auto opt = [](int direct, int table, int split, int tile, int f16, int coopmat, int per_element = -1) {
     KernelOptions k;
+    k.attention_coopmat_per_element = per_element;
     k.attention_direct_kv = direct;
     k.attention_lag_table = table;
     k.attention_split_k = split;
@@ -246,8 +247,10 @@ Result<std::vector<PathCheck>> check_attention_paths(gpu::Context& g, const Path
       {"tile, fp16 caches", opt(-1, -1, -1, 1, 0, 0), true, 70, 100},
       {"tile, irregular times", opt(-1, -1, -1, 1, 0, 0), false, 70, 100, false},
       {"tile, fp16 products", opt(-1, -1, -1, 1, 1, 0), false, 70, 100},
-      {"tile, cooperative matrices", opt(-1, -1, -1, 1, 0, 1), false, 70, 100},
-      {"tile, cooperative matrices, fp16 caches", opt(-1, -1, -1, 1, 0, 1), true, 70, 100},
+      {"tile, cooperative matrices", opt(-1, -1, -1, 1, 0, 1, 0), false, 70, 100},
+      {"tile, cooperative matrices, fp16 caches", opt(-1, -1, -1, 1, 0, 1, 0), true, 70, 100},
+      {"tile, matrices per element", opt(-1, -1, -1, 1, 0, 1, 1), false, 70, 100},
+      {"tile, matrices per element, fp16 caches", opt(-1, -1, -1, 1, 0, 1, 1), true, 70, 100},
       {"decode, the device's choice", opt(-1, -1, -1, -1, -1, -1), false, 1, 300},
       {"decode, fp16 caches", opt(-1, -1, -1, -1, -1, -1), true, 1, 300},
       {"decode, key tiles in shared memory", opt(0, -1, -1, -1, -1, -1), false, 1, 300},
@@ -289,6 +292,9 @@ void apply_kernel_refusals(gpu::Capabilities& caps, const std::vector<PathCheck>
     if (has("+ rfa_attention_reduce")) {
       caps.refuse_split_k = true;
       what = "split-k";
+    } else if (has("_tile_pe")) {
+      caps.coopmat_nv2 = false;
+      what = "the VK_NV_cooperative_matrix2 per-element tile";
     } else if (has("_tile_ck")) {
       caps.coopmat_khr_block = 0;
       what = "the VK_KHR_cooperative_matrix tile";

@@ -189,9 +189,15 @@ KernelSwitches kernel_switches(const KernelOptions& o) {
 }
 
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat,
-                           bool subgroup_reduce, bool kv_apart, uint32_t block, bool pad) {
+                           bool subgroup_reduce, bool kv_apart, uint32_t block, bool pad, bool per_element) {
   // tqn, tqt, tqi; tkn, tkt, tki; tlag: the tile's window of lag-table rows (rows + keys entries)
   const uint32_t common = rows * (4 + 8 + 4) + keys * (4 + 8 + 4) + (rows + keys) * 16;
+  if (coopmat && per_element) {  // halves for Q and K (and V apart); floats for the output hand-over only
+    const uint32_t d2 = (2 * dim + block - 1) / block * block;
+    return (rows + (kv_apart ? 2 : 1) * keys) * (d2 + 8) * 2  // tq, tkv (K, V)
+           + rows * (d2 + 4) * 4                             // tmat
+           + common;
+  }
   if (coopmat) {  // halves for Q, K/V and the weights; floats for the cross terms, then P V (attention_tile.glsl)
     (void)gate;  // the gate's energies stay in registers
     const uint32_t d2 = (2 * dim + block - 1) / block * block;  // 2D halves zero-padded to whole blocks
@@ -330,6 +336,61 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
   t.kv_apart = !one;
   t.coopmat_block = block;
   t.shared_bytes = tile_shared_bytes(bq, bk, dim, f16, gate, coopmat, sg, !one, block ? block : 16, t.v3.pad);
+  return true;
+}
+
+// The per-element matrix tile (common/attention_tile_walk_pe.glsl): one subgroup per row block of
+// `block` rows, owning its rows' softmax state and output on the matrices, so the workgroup is
+// exactly BQ / block full subgroups of the device's required size L (4 x 32 = 128 threads for 64
+// rows of 16 on NVIDIA; 8 x 8 = 64 for 64 rows of 8 on lavapipe), at least one thread per row for
+// the hand-over (L >= block). 64 rows x 64 keys, K and V in two tiles where they fit (two barriers
+// a key tile), else V over K (four); keys, then rows, halved until the tile fits.
+bool choose_tile_pe(const gpu::Capabilities& caps, uint32_t dim, uint32_t block, uint32_t wg_forced, AttentionTiling& t) {
+  const uint32_t lo = caps.min_subgroup_size ? caps.min_subgroup_size : caps.subgroup_size;
+  const uint32_t hi = caps.max_subgroup_size ? caps.max_subgroup_size : caps.subgroup_size;
+  const uint32_t lanes = std::clamp(caps.subgroup_size, lo, std::max(lo, hi));  // subgroup_layout_size's choice
+  if (block == 0 || lanes < block || !subgroup_shuffles(caps)) return false;
+  auto fit = [&](bool apart, uint32_t& bq, uint32_t& bk) {
+    bq = 64;
+    bk = 64;
+    while (tile_shared_bytes(bq, bk, dim, false, false, true, true, apart, block, true, true) > caps.max_shared_memory) {
+      if (bk > 32 && bk > block) bk /= 2;
+      else if (bq > block) bq /= 2;
+      else if (bk > block) bk /= 2;
+      else return false;
+    }
+    return true;
+  };
+  uint32_t bq = 0, bk = 0;
+  bool apart = fit(true, bq, bk);
+  uint32_t bq1 = 0, bk1 = 0;
+  // V over K only where K and V apart cost half the keys or more (two barriers more a tile).
+  if (fit(false, bq1, bk1) && (!apart || bq1 * bk1 >= 2 * bq * bk)) {
+    apart = false;
+    bq = bq1;
+    bk = bk1;
+  } else if (!apart) {
+    return false;
+  }
+  uint32_t wg = bq / block * lanes;
+  // A forced workgroup (KernelOptions::attention_tile_workgroup) sets the rows: wg / lanes blocks.
+  if (wg_forced != 0) {
+    if (wg_forced % lanes != 0 || wg_forced / lanes * block > bq) return false;
+    wg = wg_forced;
+    bq = wg / lanes * block;
+  }
+  if (wg > caps.max_workgroup_invocations || gpu::subgroup_layout_size(caps, wg) != lanes) return false;
+  const uint32_t s = tile_threads_per_group(dim);
+  if (wg % s != 0 || bq < wg / s) return false;  // the tile's S and NR constants stay whole (unused by the walk)
+  t.workgroup = wg;
+  t.threads_per_row = s;
+  t.rows_per_group = bq;
+  t.keys_per_tile = bk;
+  t.subgroup_reduce = true;
+  t.subgroup_shuffle = true;
+  t.kv_apart = apart;
+  t.coopmat_block = block;
+  t.shared_bytes = tile_shared_bytes(bq, bk, dim, false, false, true, true, apart, block, true, true);
   return true;
 }
 }  // namespace
@@ -475,7 +536,11 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
     const uint32_t block = khr ? caps.coopmat_khr_block : 16;
     const uint32_t wg_forced = overrides.attention_tile_workgroup > 0 ? (uint32_t)overrides.attention_tile_workgroup : 0;
     AttentionTiling tt = t;
-    tt.coopmat = cm_wanted && cm_device && choose_tile(caps, dim, f16, gate, block, wg_forced, tt);
+    // The per-element form where the device has VK_NV_cooperative_matrix2 (and this build its kernels).
+    const bool pe = cm_wanted && khr && caps.coopmat_nv2 && overrides.attention_coopmat_per_element != 0 &&
+                    gpu::find_shader("rfa_attention_tile_pe") != nullptr;
+    tt.coopmat_pe = pe && choose_tile_pe(caps, dim, block, wg_forced, tt);
+    tt.coopmat = tt.coopmat_pe || (cm_wanted && cm_device && choose_tile(caps, dim, f16, gate, block, wg_forced, tt));
     tt.coopmat_emulated = tt.coopmat && cm_emulated;
     tt.coopmat_khr = tt.coopmat && khr;
     if (tt.coopmat || choose_tile(caps, dim, f16, gate, 0, wg_forced, tt)) {
@@ -491,7 +556,10 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                (overrides.attention_tile == 1 ? ", forced" : ", prefill-sized call") +
                (tt.coopmat ? (cm_emulated ? ", cooperative matrices emulated by subgroup lanes (test mode)"
                               : khr ? ", cooperative matrices (VK_KHR_cooperative_matrix " + std::to_string(block) + "x" +
-                                          std::to_string(block) + "x" + std::to_string(block) + ", fp16 in, fp32 sums)"
+                                          std::to_string(block) + "x" + std::to_string(block) + ", fp16 in, fp32 sums)" +
+                                          (tt.coopmat_pe ? ", pair terms and softmax per element (VK_NV_cooperative_matrix2)"
+                                           : pe ? ", pair terms through shared memory (no per-element tile fits this shape)"
+                                                : "")
                                     : ", cooperative matrices (VK_NV_cooperative_matrix 16x16x16, fp16 in, fp32 sums)")
                 : cm_wanted ? (cm_device ? (subgroup_shuffles(caps)
                                                 ? ", scalar (no cooperative-matrix tile fits this shape)"
@@ -501,12 +569,13 @@ AttentionTiling choose_attention_tiling(const gpu::Capabilities& caps, const Ker
                                                "or 16x16x16 nor VK_NV_cooperative_matrix 16x16x16 fp16)")
                             : "") +
                (tt.f16_math ? ", fp16 products" : (f16_wanted && !tt.coopmat ? ", fp32 (fp16 products need shaderFloat16)" : "")) +
-               (tt.coopmat                ? ", row max/sum by subgroup shuffles"
+               (tt.coopmat_pe             ? ", row max/sum by matrix reductions"
+                : tt.coopmat                ? ", row max/sum by subgroup shuffles"
                 : tt.subgroup_shuffle         ? ", row max/sum by subgroup shuffles (no clustered subgroup operations)"
                 : tt.subgroup_reduce          ? ", row max/sum by clustered subgroup reductions"
                                               : ", row max/sum through shared memory (no subgroup clustered operations or "
                                                 "shuffles, or no whole subgroups of a row group's lanes)") +
-               (tt.coopmat || tt.kv_apart ? "" : ", V staged over K (two tiles do not fit)") +
+               ((tt.coopmat && !tt.coopmat_pe) || tt.kv_apart ? "" : ", V staged over K (two tiles do not fit)") +
                (tt.lag_table ? ", integer lags from the table" : ", every pair's terms computed") +
                refusal_note(caps);
       return tt;
@@ -663,7 +732,7 @@ Status record_rfa_lag_table(gpu::Context& ctx, gpu::Recorder& rec, const Attenti
 std::string attention_kernel_name(const char* family, const AttentionTiling& t, bool kv_f16) {
   std::string n = family;
   if (t.tile)
-    n += t.coopmat ? (t.coopmat_emulated ? "_tile_cm_emu" : t.coopmat_khr ? "_tile_ck" : "_tile_cm")
+    n += t.coopmat ? (t.coopmat_emulated ? "_tile_cm_emu" : t.coopmat_pe ? "_tile_pe" : t.coopmat_khr ? "_tile_ck" : "_tile_cm")
                    : t.f16_math ? "_tile_f16" : "_tile";
   if (!t.coopmat && t.subgroup_reduce) n += t.subgroup_shuffle ? "_sx" : "_sg";
   return kv_f16 ? n + "_kv16" : n;

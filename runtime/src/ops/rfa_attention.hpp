@@ -115,6 +115,8 @@ struct AttentionTiling {
   bool coopmat = false;             // the tile's two GEMMs on cooperative matrices (*_tile_cm)
   bool coopmat_emulated = false;    // ... emulated by subgroup lanes (*_tile_cm_emu; tests only)
   bool coopmat_khr = false;         // ... on VK_KHR_cooperative_matrix (*_tile_ck), else NV's (*_tile_cm)
+  bool coopmat_pe = false;          // ... the KHR tile with pair terms, softmax and output per element of the
+                                    // accumulators (VK_NV_cooperative_matrix2: *_tile_pe)
   uint32_t coopmat_block = 0;       // the matrices' square block side (KHR: the device's 8 or 16; NV 16)
   bool subgroup_reduce = false;     // the scalar tile's row max/sum, the direct walk's merge of a
                                     // row's S states, by subgroup operations over a row group's
@@ -134,9 +136,11 @@ uint32_t merge_chunk_for(uint32_t dim);
 uint32_t tile_threads_per_group(uint32_t dim);
 // The shared memory of the cooperative tile for a shape (what the shader declares). The scalar
 // tile's row reductions without subgroup operations (subgroup_reduce false) add S floats a row;
-// kv_apart: its K and V tiles in two buffers (else one, V staged over K).
+// kv_apart: its K and V tiles in two buffers (else one, V staged over K); per_element: the matrix
+// tile's per-element form (common/attention_tile_walk_pe.glsl: no cross-term or weight arrays).
 uint32_t tile_shared_bytes(uint32_t rows, uint32_t keys, uint32_t dim, bool f16, bool gate, bool coopmat = false,
-                           bool subgroup_reduce = false, bool kv_apart = true, uint32_t block = 16, bool pad = true);
+                           bool subgroup_reduce = false, bool kv_apart = true, uint32_t block = 16, bool pad = true,
+                           bool per_element = false);
 // How a workgroup of `wg` threads in row groups of `s` threads (the scalar tile's row groups, the
 // direct walk's S threads per row) reduces over a row group (common/row_group_reduce.glsl): 1 by
 // clustered subgroup operations (the device has subgroup arithmetic and clustered operations in
