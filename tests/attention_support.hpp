@@ -489,7 +489,9 @@ inline AttentionPath tile_path(int lag_table, bool kv_f16, int f16_math = 0, int
 inline std::string describe(const AttentionPath& p) {
   const std::string walk = p.kernels.attention_tile == 1
                                ? (p.kernels.attention_coopmat == 2   ? "tile coopmat emulated"
-                                  : p.kernels.attention_coopmat == 1 ? "tile coopmat"
+                                  : p.kernels.attention_coopmat == 1
+                                      ? (p.kernels.attention_coopmat_per_element == 0 ? "tile coopmat (shared memory)"
+                                                                                     : "tile coopmat")
                                   : p.kernels.attention_f16_math == 1 ? "tile f16"
                                                                       : "tile")
                            : p.kernels.attention_direct_kv == 1 ? "direct"

@@ -15,6 +15,7 @@
 
 #include "attention_support.hpp"
 #include "gpu/capabilities.hpp"
+#include "gpu/shader_registry.hpp"
 #include "model/limits.hpp"
 #include "ops/rfa_attention.hpp"
 #include "ops/rfa_probe.hpp"
@@ -56,11 +57,16 @@ std::vector<NamedPath> all_paths() {
   const AttentionPath cm = tile_path(1, false, 0, 2);
   if (ops::choose_attention_tiling(cm.gpu().caps(), cm.kernels, 100, 32, 8, 4096).coopmat) v.push_back({cm, kTolF16Math});
   else MESSAGE("emulated cooperative-matrix tile skipped: the device lacks shaderFloat16 or subgroup shuffles");
-  // The device's own matrices (Mesa 26's lavapipe: VK_KHR_cooperative_matrix 8x8x8, the *_tile_ck kernels).
-  const AttentionPath real = tile_path(1, false, 0, 1);
-  const auto rt = ops::choose_attention_tiling(real.gpu().caps(), real.kernels, 100, 32, 8, 4096);
-  if (rt.coopmat) v.push_back({real, kTolF16Math});
-  else MESSAGE("cooperative-matrix tile on the device's matrices skipped: " << rt.why);
+  // The device's own matrices (Mesa 26's lavapipe: VK_KHR_cooperative_matrix 8x8x8), through shared
+  // memory (the *_tile_ck kernels) and per element of the accumulators (VK_NV_cooperative_matrix2,
+  // the *_tile_pe kernels) where the device has it.
+  for (int per_element : {0, 1}) {
+    AttentionPath real = tile_path(1, false, 0, 1);
+    real.kernels.attention_coopmat_per_element = per_element;
+    const auto rt = ops::choose_attention_tiling(real.gpu().caps(), real.kernels, 100, 32, 8, 4096);
+    if (rt.coopmat && rt.coopmat_pe == (per_element == 1)) v.push_back({real, kTolF16Math});
+    else MESSAGE("cooperative-matrix tile on the device's matrices (per element " << per_element << ") skipped: " << rt.why);
+  }
   return v;
 }
 
@@ -206,9 +212,18 @@ TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") 
   gpu::Capabilities nv = gpu_caps;
   nv.coopmat_nv = true;
   nv.subgroup_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;  // the matrices' row statistics
-  int coopmat_tiles = 0;
+  // An NVIDIA-like device with KHR matrices 16x16x16 and VK_NV_cooperative_matrix2 (the *_tile_pe
+  // kernels, when this build has them).
+  gpu::Capabilities nv2 = nv;
+  nv2.coopmat_nv = false;
+  nv2.coopmat_khr_block = 16;
+  nv2.coopmat_nv2 = nv2.maintenance4 = true;
+  nv2.subgroup_size = 32;
+  nv2.subgroup_size_control = true;
+  const bool pe_built = gpu::find_shader("rfa_attention_tile_pe") != nullptr;
+  int coopmat_tiles = 0, per_element_tiles = 0;
   for (uint32_t shared : {16384u, 32768u, 49152u}) {
-    gpu_caps.max_shared_memory = cpu_caps.max_shared_memory = nv.max_shared_memory = shared;
+    gpu_caps.max_shared_memory = cpu_caps.max_shared_memory = nv.max_shared_memory = nv2.max_shared_memory = shared;
     for (uint32_t D = 1; D <= (uint32_t)kMaxHeadDim; ++D) {
       CAPTURE(shared);
       CAPTURE(D);
@@ -221,7 +236,7 @@ TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") 
       }
       for (bool gate : {false, true}) {
         CAPTURE(gate);
-        for (const auto& [caps, opts] : {std::pair{gpu_caps, tile}, std::pair{nv, cm}}) {
+        for (const auto& [caps, opts] : {std::pair{gpu_caps, tile}, std::pair{nv, cm}, std::pair{nv2, cm}}) {
           const auto t = ops::choose_attention_tiling(caps, opts, 100, D, 8, 4096, gate);
           if (!t.tile) {
             // Refused only where even the smallest tile cannot fit, and said so.
@@ -230,7 +245,13 @@ TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") 
           }
           CHECK(t.shared_bytes <= shared);
           CHECK(t.shared_bytes == ops::tile_shared_bytes(t.rows_per_group, t.keys_per_tile, D, false, gate, t.coopmat,
-                                                         t.subgroup_reduce, t.kv_apart, 16, t.v3.pad));
+                                                         t.subgroup_reduce, t.kv_apart, 16, t.v3.pad, t.coopmat_pe));
+          // The per-element form wherever the device and build have it and a tile of it fits.
+          if (caps.coopmat_nv2 && pe_built && t.coopmat_pe) {
+            ++per_element_tiles;
+            CHECK(t.workgroup / caps.subgroup_size == t.rows_per_group / 16);  // one subgroup per row block
+            CHECK(t.workgroup >= t.rows_per_group);
+          }
           CHECK(D % t.threads_per_row == 0);
           CHECK(t.keys_per_tile % t.threads_per_row == 0);
           const uint32_t nr = t.workgroup / t.threads_per_row;
@@ -247,6 +268,7 @@ TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") 
     }
   }
   CHECK(coopmat_tiles > 0);
+  if (pe_built) CHECK(per_element_tiles > 0);
   // Every D the kernels used to refuse gets the tile on a 48 KiB GPU, cooperative matrices too
   // (2D zero-padded to whole 16-wide blocks); at D = 128 on 32 KiB the key tiles shrink below 16.
   gpu_caps.max_shared_memory = nv.max_shared_memory = 49152;
@@ -254,6 +276,16 @@ TEST_CASE("any head dim: the choosers' invariants for every D up to the limit") 
     CAPTURE(D);
     CHECK(ops::choose_attention_tiling(gpu_caps, KernelOptions{}, 512, D, 8, 65536).tile);
     CHECK(ops::choose_attention_tiling(nv, cm, 512, D, 8, 65536).coopmat);
+    // The per-element tile at D = 32 on NVIDIA: 4 subgroups of 32 over 64 rows x 64 keys, K and V apart in 48 KiB.
+    if (pe_built && D == 40) {
+      const auto p32 = ops::choose_attention_tiling(nv2, cm, 512, 32, 8, 65536);
+      CHECK(p32.coopmat_pe);
+      CHECK(p32.workgroup == 128);
+      CHECK(p32.rows_per_group == 64);
+      CHECK(p32.keys_per_tile == 64);
+      CHECK(p32.kv_apart);
+      CHECK(p32.shared_bytes == 49152);
+    }
   }
   gpu_caps.max_shared_memory = 32768;
   const auto t128 = ops::choose_attention_tiling(gpu_caps, KernelOptions{}, 512, 128, 8, 65536);

@@ -208,6 +208,8 @@ def main():
     cm_line = next((l for l in probe if l.get("variant") == "M2"), None)
     cm_path = (cm_line or {}).get("path", "")
     coopmat = "fp16 in, fp32 sums" in cm_path and "emulated" not in cm_path
+    # ... and its per-element form (VK_NV_cooperative_matrix2; on by default where present).
+    per_element = coopmat and "per element" in cm_path
     if cm_line:
         device = cm_line.get("device", "")
     if not coopmat:
@@ -284,10 +286,18 @@ def main():
         ("attention_split_cores", "RFA_ATTN_SPLIT_CORES", "decode", {}, []),
     ]
     if coopmat:
-        switches += [("attention_prefetch", "RFA_ATTN_PREFETCH", "prefill", {"RFA_ATTN_COOPMAT": "1"}, []),
-                     ("attention_raw_f16", "RFA_ATTN_RAW_F16", "prefill", {"RFA_ATTN_COOPMAT": "1"}, ["--kv", "f16"])]
+        # (prefetch and raw fp16 words on the shared-memory form, which they were written for)
+        cm = {"RFA_ATTN_COOPMAT": "1", "RFA_ATTN_COOPMAT_PER_ELEMENT": "0"}
+        switches += [("attention_prefetch", "RFA_ATTN_PREFETCH", "prefill", cm, []),
+                     ("attention_raw_f16", "RFA_ATTN_RAW_F16", "prefill", cm, ["--kv", "f16"])]
     else:
         notes.append("v3 switches of the matrix tile (attention_prefetch, attention_raw_f16): no cooperative matrices here")
+    if per_element:
+        switches += [("attention_coopmat_per_element", "RFA_ATTN_COOPMAT_PER_ELEMENT", "prefill", {"RFA_ATTN_COOPMAT": "1"}, []),
+                     ("attention_coopmat_per_element", "RFA_ATTN_COOPMAT_PER_ELEMENT", "prefill", {"RFA_ATTN_COOPMAT": "1"},
+                      ["--kv", "f16"])]
+    elif coopmat:
+        notes.append("attention_coopmat_per_element: no VK_NV_cooperative_matrix2 here (%s)" % cm_path)
     if a.quick:  # the CTest check: one switch, prefill and decode, is enough to test the table
         switches = switches[:2]
     for name, var, mode, env, args in switches:

@@ -10,6 +10,10 @@ add in a GPU's ISA, which is what the FMA switch removes.
 
   kernel_counts.py BUILD_DIR [--spirv-opt PATH] [--json]
 
+attention_coopmat_per_element is a kernel of its own (*_tile_pe), so its row compares two kernels
+under the same specialization; OpStore, barriers and matrix stores show the shared-memory round
+trips it removes.
+
 Needs spirv-opt (Debian's spirv-tools; the newer one of .drivers/mesa26/bin for the *_tile_ck
 kernels, which Debian 12's does not read). Counts, not times: the GPU report times the switches.
 """
@@ -34,7 +38,8 @@ TILE = dict(WG=128, BQ=64, S=8, BK=32, D=32, DC=8, RED=1, FIN=1, DirectKv=0, Spl
 MATRICES = dict(TILE, BK=64)
 DECODE = dict(WG=128, BQ=1, S=128, BK=64, D=32, DC=8, RED=128 * 8, FIN=32, DirectKv=1, Split=16, KvApart=1, CmBlock=16)
 KINDS = [("dot", "= OpDot "), ("fma", " Fma "), ("fmul", "= OpFMul "), ("fadd", "= OpFAdd "),
-         ("fconvert", "= OpFConvert "), ("load", "= OpLoad ")]
+         ("fconvert", "= OpFConvert "), ("load", "= OpLoad "), ("store", "OpStore "), ("barrier", "OpControlBarrier "),
+         ("cm_store", "OpCooperativeMatrixStoreKHR ")]
 BOOLS = {"Causal", "Robust", "FullResid", "CounterRot", "ShiftRot", "Gate", "OutNorm", "DirectKv", "KvApart", "Fma",
          "QRegs", "Pad", "Prefetch", "RawF16", "LagE2"}  # spirv-opt takes a bool's value as true/false
 V3_OFF = dict(Fma=0, QRegs=0, Pad=0, F16Chunk=1, Prefetch=0, RawF16=0, LagE2=0)
@@ -51,6 +56,10 @@ CASES = [
      ["Prefetch", "RawF16", "all"]),
     ("matrix tile (KHR), fp16 caches", "rfa_attention_tile_ck_kv16", ATTN, dict(RFA_M2, **MATRICES), 32,
      ["Prefetch", "RawF16", "all"]),
+    # attention_coopmat_per_element: a kernel of its own (VK_NV_cooperative_matrix2), off -> on.
+    ("matrix tile (KHR), fp16 caches", ("rfa_attention_tile_ck_kv16", "rfa_attention_tile_pe_kv16"), ATTN,
+     dict(RFA_M2, **MATRICES), 32, ["PerElement"]),
+    ("SDPA matrix tile (KHR)", ("sdpa_tile_ck", "sdpa_tile_pe"), SDPA, dict(MATRICES), 32, ["PerElement"]),
     ("decode, keys from the cache", "rfa_attention", ATTN, dict(RFA_M2, **DECODE), 1, ["Fma", "LagE2", "all"]),
 ]
 
@@ -92,6 +101,10 @@ def specialize_and_count(bench, spirv_opt, spv, ids, values):
                 if len(body) > best[2]:
                     best = (header, end, len(body))
         counts["tile_loop"] = best[2]
+        # spirv-opt's memory passes keep off modules with extensions they do not list (SPV_NV_cooperative_matrix2
+        # among them): such a module comes out with its locals still in memory, not comparable instruction for
+        # instruction; its barriers and matrix stores still are.
+        counts["unoptimised"] = sum(1 for l in lines if "OpVariable" in l and " Function" in l) > 64
         for kind, pattern in KINDS:
             counts["tile_" + kind] = sum(1 for l in lines[best[0]:best[1]] if pattern in l)
         return counts, ""
@@ -109,8 +122,10 @@ def main():
     bench = os.path.join(a.build, "rfa-bench")
     rows = []
     for label, kernel, ids, shape, pairs, switches in CASES:
-        spv = os.path.join(a.build, "shaders", kernel + ".spv")
-        if not os.path.exists(spv):
+        kernels = kernel if isinstance(kernel, tuple) else (kernel, kernel)  # (switch off, switch on)
+        kernel = " -> ".join(kernels) if kernels[0] != kernels[1] else kernels[0]
+        spvs = [os.path.join(a.build, "shaders", k + ".spv") for k in kernels]
+        if not all(os.path.exists(s) for s in spvs):
             rows.append(dict(kernel=kernel, label=label, switch="-", error="not in this build"))
             continue
         for sw in switches:
@@ -118,11 +133,13 @@ def main():
                 off, on = dict(shape, **V3_OFF), dict(shape, **V3_ON)
             elif sw == "QRegs":
                 off, on = dict(shape, **V3_ON), dict(shape, **dict(V3_ON, QRegs=1))
+            elif sw == "PerElement":  # the same defaults, the other kernel
+                off, on = dict(shape, **V3_ON), dict(shape, **V3_ON)
             else:
                 off, on = dict(shape, **V3_ON), dict(shape, **V3_ON)
                 off[sw] = V3_OFF[sw]
-            c0, e0 = specialize_and_count(bench, spirv_opt, spv, ids, off)
-            c1, e1 = specialize_and_count(bench, spirv_opt, spv, ids, on)
+            c0, e0 = specialize_and_count(bench, spirv_opt, spvs[0], ids, off)
+            c1, e1 = specialize_and_count(bench, spirv_opt, spvs[1], ids, on)
             rows.append(dict(kernel=kernel, label=label, switch="every v3 default" if sw == "all" else sw,
                              pairs=pairs, off=c0, on=c1, error=e0 or e1))
     if a.json:
@@ -131,18 +148,22 @@ def main():
         return 0
     print("One iteration of the key-tile loop (the largest loop; per pair: divided by a thread's pairs in it), "
           "each switch off -> on:\n")
-    print("| kernel | switch | per pair | loop | OpDot | Fma | OpFMul | OpFAdd | OpFConvert | OpLoad | whole kernel |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| kernel | switch | per pair | loop | OpDot | Fma | OpFMul | OpFAdd | OpFConvert | OpLoad | OpStore | "
+          "barriers | matrix stores | whole kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r.get("error") or not r.get("off") or not r.get("on"):
-            print("| %s (%s) | %s | %s | | | | | | | | |" % (r["label"], r["kernel"], r["switch"], r.get("error") or "no count"))
+            print("| %s (%s) | %s | %s | | | | | | | | | | | |" % (r["label"], r["kernel"], r["switch"],
+                                                                   r.get("error") or "no count"))
             continue
         o, n = r["off"], r["on"]
         cells = ["%.1f -> %.1f" % (o["tile_loop"] / r["pairs"], n["tile_loop"] / r["pairs"]),
                  "%d -> %d" % (o["tile_loop"], n["tile_loop"])]
         cells += ["%d -> %d" % (o["tile_" + k], n["tile_" + k]) for k, _ in KINDS]
         cells.append("%d -> %d" % (o["inlined"], n["inlined"]))
-        print("| %s (%s) | %s | %s |" % (r["label"], r["kernel"], r["switch"], " | ".join(cells)))
+        flag = " (on: not optimised by spirv-opt, whose memory passes skip SPV_NV_cooperative_matrix2; compare " \
+               "barriers and matrix stores)" if n.get("unoptimised") and not o.get("unoptimised") else ""
+        print("| %s (%s) | %s%s | %s |" % (r["label"], r["kernel"], r["switch"], flag, " | ".join(cells)))
     return 0
 
 

@@ -74,7 +74,9 @@ std::string Context::capabilities_summary() const {
     << ", (KHR, fp16): " << (c.coopmat_khr() ? std::to_string(c.coopmat_khr_block) + "x" + std::to_string(c.coopmat_khr_block) +
                                                   "x" + std::to_string(c.coopmat_khr_block)
                                             : std::string("no"))
-    << ", Vulkan memory model: " << (c.vulkan_memory_model ? "yes" : "no") << "\n"
+    << ", per element (VK_NV_cooperative_matrix2): " << (c.coopmat_nv2 ? "yes" : "no")
+    << ", Vulkan memory model: " << (c.vulkan_memory_model ? "yes" : "no") << ", SPIR-V up to "
+    << ((c.spirv_version >> 16) & 0xff) << "." << ((c.spirv_version >> 8) & 0xff) << "\n"
     << "timestamps: " << (c.timestamps ? "yes" : "no") << " (period " << c.timestamp_period_ns << " ns)\n"
     << "device-local memory: " << (c.device_local_bytes >> 20) << " MiB" << (c.unified_memory ? " (unified)" : "") << "\n"
     << "memory budget: " << (impl_->allocator().budget() >> 20) << " MiB";
