@@ -51,16 +51,27 @@ TEST_CASE("the cooperative tile matches the twin on off-tile shapes") {
 }
 
 TEST_CASE("every switch on the cooperative tile") {
+  // The scalar tile, and the matrix tiles where the device takes them: emulated (any device with
+  // fp16 and subgroups), the device's own through shared memory (*_tile_ck) and per element
+  // (*_tile_pe; both on Mesa 26's lavapipe).
+  std::vector<AttentionPath> paths = {tile_path(1, false), tile_path(0, true)};
+  for (int per_element : {-2, 0, 1}) {
+    AttentionPath cm = tile_path(1, per_element == 1, 0, per_element == -2 ? 2 : 1);
+    if (per_element >= 0) cm.kernels.attention_coopmat_per_element = per_element;
+    const auto t = ops::choose_attention_tiling(cm.gpu().caps(), cm.kernels, 75, 16, 6, 150);
+    if (t.coopmat && (per_element < 0 || t.coopmat_pe == (per_element == 1))) paths.push_back(cm);
+    else MESSAGE("skipped " << describe(cm) << ": " << t.why);
+  }
   size_t item = 0;
-  for (const AttentionPath& ap : {tile_path(1, false), tile_path(0, true)})
+  for (const AttentionPath& ap : paths)
     for (int mask = 0; mask < 8; ++mask) {
       if (!shard_takes(item++)) continue;
       const AttentionParams p = switch_variant(mask);
       CAPTURE(describe(ap));
       CAPTURE(mask);
+      const double tol = ap.kernels.attention_coopmat >= 1 ? kTolF16Math : ap.kv_f16 ? kTolF16 : kTol;
       // Non-causal layers: one call over every position (a non-causal prefix is not the twin's).
-      check_model(p, 2, p.sw.causal ? 75 : 70, mask % 2, p.sw.causal ? 33 : 70, 11, ap,
-                  ap.kv_f16 ? kTolF16 : kTol);
+      check_model(p, 2, p.sw.causal ? 75 : 70, mask % 2, p.sw.causal ? 33 : 70, 11, ap, tol);
     }
 }
 

@@ -349,6 +349,46 @@ float tile_pair_logit(Head P, uint h, uint r, uint c, float cross, out float E, 
 }
 #endif
 
+// Before the walk: the Q tile and the rows' terms staged (the barrier is the caller's), and the
+// workgroup's keys [kv_begin, kv_end) (causal: up to its last row, from its first row's oldest key)
+// and the integer times of its first and last live rows (each tile's lag window; RFA only).
+struct TileSpan {
+  uint kv_begin, kv_end;
+  int ri0, ri1;
+};
+TileSpan begin_tile_walk(uint tid, uint q0, uint pos0, uint kv_len, uint base, uint tbase) {
+  TileSpan t;
+  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
+  t.kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
+  t.kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;
+  stage_tile_q(tid, q0, pos0, base);
+  t.ri0 = t.ri1 = 0;
+#if !RFA_SDPA
+  stage_tile_rows(tid, q0, pos0, base, tbase);
+  t.ri0 = integer_time(ts[tbase + slot_of(pos0 + q0)], ROW_NO_INT);
+  t.ri1 = integer_time(ts[tbase + slot_of(pos0 + last_q)], ROW_NO_INT);
+#endif
+  return t;
+}
+
+// After the walk: row min(tid, BQ - 1)'s statistics, handed over in TILE_OUT (m, l, then the
+// gate's me, le). Every thread reads (those past BQ the last row, unused).
+#if RFA_SDPA
+void read_row_stats(uint tid, inout float m, inout float l) {
+#else
+void read_row_stats(uint tid, inout float m, inout float l, inout float me, inout float le) {
+#endif
+  const uint o = min(tid, BQ - 1) * OUT_ROW;
+  m = TILE_OUT[o];
+  l = TILE_OUT[o + 1];
+#if !RFA_SDPA
+  if (GATE) {
+    me = TILE_OUT[o + 2];
+    le = TILE_OUT[o + 3];
+  }
+#endif
+}
+
 #if RFA_TILE_PE
 // The per-element form's operations on an accumulator's elements (GL_NV_cooperative_matrix2's
 // coopMatPerElementNV passes each element's row i and column j within the CMB x CMB block, its

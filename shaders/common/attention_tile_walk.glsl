@@ -2,17 +2,9 @@
 // statements of main() in common/attention_body.glsl, which has declared tid, q0, pos0, kv_len,
 // base, tbase, h, P and the row state m, l (me, le), acc[D] of thread tid < BQ.
 {
-  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
-  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
-  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the first row's oldest key
-
-  stage_tile_q(tid, q0, pos0, base);
-#if !RFA_SDPA
-  stage_tile_rows(tid, q0, pos0, base, tbase);
-  // The integer times of the first and last live rows, for each tile's lag window.
-  const int ri0 = integer_time(ts[tbase + slot_of(pos0 + q0)], ROW_NO_INT);
-  const int ri1 = integer_time(ts[tbase + slot_of(pos0 + last_q)], ROW_NO_INT);
-#endif
+  const TileSpan walk = begin_tile_walk(tid, q0, pos0, kv_len, base, tbase);
+  const uint kv_begin = walk.kv_begin, kv_end = walk.kv_end;
+  const int ri0 = walk.ri0, ri1 = walk.ri1;
 
 #if RFA_TILE_CM && RFA_ROW_SG == 0
 #error "the cooperative-matrix tile takes the row statistics by subgroup operations (RFA_ROW_SG)"
@@ -370,17 +362,11 @@
 #endif
     }
   barrier();
-  {
-    const uint o = min(tid, BQ - 1) * OUT_ROW;
-    m = TILE_OUT[o];
-    l = TILE_OUT[o + 1];
-#if !RFA_SDPA
-    if (GATE) {
-      me = TILE_OUT[o + 2];
-      le = TILE_OUT[o + 3];
-    }
+#if RFA_SDPA
+  read_row_stats(tid, m, l);
+#else
+  read_row_stats(tid, m, l, me, le);
 #endif
-  }
   [[unroll]] for (uint c0 = 0; c0 < D; c0 += OUT_CHUNK) {
     barrier();
     [[unroll]] for (uint a = 0; a < TR; ++a)

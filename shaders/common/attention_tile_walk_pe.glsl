@@ -17,15 +17,10 @@
 // Two barriers a tile with K and V in two tiles, four with V staged over K. After the last tile
 // the row statistics and O go through shared memory to one thread per row, as in the other tiles.
 {
-  const uint last_q = min(q0 + BQ, pc.n_new) - 1;
-  const uint kv_end = CAUSAL ? min(kv_len, pos0 + last_q + 1) : kv_len;
-  const uint kv_begin = CAUSAL ? first_key(pos0 + q0) : 0;  // the first row's oldest key
-
-  stage_tile_q(tid, q0, pos0, base);
+  const TileSpan walk = begin_tile_walk(tid, q0, pos0, kv_len, base, tbase);
+  const uint kv_begin = walk.kv_begin, kv_end = walk.kv_end;
+  const int ri0 = walk.ri0, ri1 = walk.ri1;
 #if !RFA_SDPA
-  stage_tile_rows(tid, q0, pos0, base, tbase);
-  const int ri0 = integer_time(ts[tbase + slot_of(pos0 + q0)], ROW_NO_INT);
-  const int ri1 = integer_time(ts[tbase + slot_of(pos0 + last_q)], ROW_NO_INT);
   pe_head = P;
   pe_h = h;
 #endif
@@ -167,17 +162,11 @@
     }
   }
   barrier();
-  {
-    const uint o1 = min(tid, BQ - 1) * VS;
-    m = tmat[o1];
-    l = tmat[o1 + 1];
-#if !RFA_SDPA
-    if (GATE) {
-      me = tmat[o1 + 2];
-      le = tmat[o1 + 3];
-    }
+#if RFA_SDPA
+  read_row_stats(tid, m, l);
+#else
+  read_row_stats(tid, m, l, me, le);
 #endif
-  }
   barrier();
   [[unroll]] for (uint d = 0; d < D2 / CMB; ++d) {
     o[d] = o[d] * PE_UNSCALE;  // the weights were PE_SCALE p E

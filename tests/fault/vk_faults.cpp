@@ -41,6 +41,7 @@ constexpr VkResult OOH = VK_ERROR_OUT_OF_HOST_MEMORY, OOD = VK_ERROR_OUT_OF_DEVI
   X(vkCreateInstance, create, OOH, OOD, INIT, VK_ERROR_LAYER_NOT_PRESENT, VK_ERROR_EXTENSION_NOT_PRESENT,       \
     VK_ERROR_INCOMPATIBLE_DRIVER)                                                                               \
   X(vkEnumeratePhysicalDevices, create, OOH, OOD, INIT)                                                         \
+  X(vkEnumerateInstanceVersion, create, OOH)                                                                    \
   X(vkEnumerateInstanceLayerProperties, create, OOH, OOD)                                                       \
   X(vkEnumerateInstanceExtensionProperties, create, OOH, OOD, VK_ERROR_LAYER_NOT_PRESENT)                       \
   X(vkEnumerateDeviceExtensionProperties, create, OOH, OOD, VK_ERROR_LAYER_NOT_PRESENT)                         \
