@@ -4,8 +4,9 @@
 // per-element operations, reductions and conversions (VK_NV_cooperative_matrix2).
 //
 // The matrix tile forms its cross terms on the matrices and then hands them through shared memory
-// to the threads that own their pairs, and its P V blocks back (docs/math.md §9): two round trips
-// of BQ x BK and BQ x 2D floats a tile. Here nothing leaves the matrices: subgroup g owns row
+// to the threads that own their pairs, their weights back to the matrices and the P V blocks back
+// to the threads (docs/math.md §9): three round trips a tile (BQ x BK floats, BQ x BK halves,
+// BQ x 2D floats). Here nothing leaves the matrices: subgroup g owns row
 // block g (the host runs as many subgroups as row blocks) and, per tile,
 //   A. its cross terms Qh Kh^T, one CMB x CMB accumulator per key block, Q resident;
 //   B. the pair terms applied per element of that accumulator (coopMatPerElementNV with the
@@ -48,7 +49,7 @@
   for (uint j0 = kv_begin; j0 < kv_end; j0 += BK) {
     const uint nk = min(BK, kv_end - j0);
     const bool first = j0 == kv_begin;
-    // K as (re, im) halves (rows past nk are never read: their logits are masked); V likewise,
+    // K as (re, im) halves (rows past nk keep stale halves: their columns' logits are masked); V likewise,
     // rows past nk zero (their weights are zero, and 0 x NaN is not). With V over K, V after A.
     [[unroll]] for (uint q = 0; q < (PREFETCH ? KPT : 0); ++q) {
       const uint e = tid + q * WG;

@@ -62,7 +62,9 @@ RFA_API rfa_status rfa_context_adopt(VkInstance instance, VkPhysicalDevice physi
  * and the kernels-v3 switches attention_fma ... attention_split_cores: -1 (the device's choice),
  * 0 or 1 (attention_f16_chunk: n >= 1), as rfa::KernelOptions. verify_kernels 0 (1: check every
  * attention path at creation and never choose a failed one); kernel_cache NULL (a file for the
- * verdicts). Fields are added at the end only. Strings are copied. */
+ * verdicts); attention_coopmat_per_element -1 (the matrix tile per element of its accumulators where
+ * the device has VK_NV_cooperative_matrix2; 0 through shared memory). Fields are added at the end
+ * only. Strings are copied. */
 typedef struct rfa_context_options {
   const char* device;
   int validation;
