@@ -371,6 +371,19 @@ TileSpan begin_tile_walk(uint tid, uint q0, uint pos0, uint kv_len, uint base, u
   return t;
 }
 
+// The mask of the key tile from j0 (nk keys) for the rows from q0 (positions from pos0). Interior
+// tiles (a full key tile, every row live, every key before the diagonal and inside every row's
+// window) skip it: one branch per tile, the same for all its threads.
+bool tile_interior(uint q0, uint pos0, uint j0, uint nk) {
+  return nk == BK && q0 + BQ <= pc.n_new &&
+         (!CAUSAL || (j0 + BK <= pos0 + q0 + 1 && j0 >= first_key(pos0 + q0 + BQ - 1)));
+}
+// Whether tile row r sees tile key c: a live row, a staged key, causal and inside the row's window.
+bool tile_visible(uint q0, uint pos0, uint j0, uint nk, uint r, uint c) {
+  const uint qr = q0 + r, ii = pos0 + qr, j = j0 + c;
+  return qr < pc.n_new && c < nk && (!CAUSAL || (j <= ii && j >= first_key(ii)));
+}
+
 // After the walk: row min(tid, BQ - 1)'s statistics, handed over in TILE_OUT (m, l, then the
 // gate's me, le). Every thread reads (those past BQ the last row, unused).
 #if RFA_SDPA
@@ -401,11 +414,8 @@ bool pe_interior;
 Head pe_head;
 uint pe_h;
 #endif
-// Whether tile row r sees tile key c: the scalar tile's mask (phase B), to the letter.
-bool pe_visible(uint r, uint c) {
-  const uint qr = pe_q0 + r, ii = pe_pos0 + qr, j = pe_j0 + c;
-  return pe_interior || (qr < pc.n_new && c < pe_nk && (!CAUSAL || (j <= ii && j >= first_key(ii))));
-}
+// Whether tile row r sees tile key c (the scalar tile's mask).
+bool pe_visible(uint r, uint c) { return pe_interior || tile_visible(pe_q0, pe_pos0, pe_j0, pe_nk, r, c); }
 // The block's element (i, j), whose first tile row and key are rb, cb: the logit (base 2) over its
 // cross term, -inf where masked; RFA's pair terms (lag, E, B, P, the Student-t residual) there.
 float pe_logit(const in uint i, const in uint j, const in float cross, const in uint rb, const in uint cb) {
@@ -429,6 +439,9 @@ float pe_energy(const in uint i, const in uint j, const in float cross, const in
 }
 #endif
 // The weight p of the pair times its decay E (RFA; SDPA E = 1), times PE_SCALE: phase D's operand.
+// E is looked up again (the lag table's window in shared memory for integer lags; the logit's
+// transcendental is dead here): a callback returns one value, and keeping E from the logit's call
+// would take the BQ x BK array this form exists to avoid.
 float pe_weight(const in uint i, const in uint j, const in float p, const in uint rb, const in uint cb) {
 #if RFA_SDPA
   return p * PE_SCALE;

@@ -148,20 +148,17 @@
 #endif
 
     // B. The pair terms and the mask of the thread's own pairs, the logits over the cross terms.
-    // Interior tiles (a full key tile, every row live, every key before the diagonal and inside
-    // every row's window) skip the mask: one branch per tile, the same for all its threads.
-    const bool interior = nk == BK && q0 + BQ <= pc.n_new &&
-                          (!CAUSAL || (j0 + BK <= pos0 + q0 + 1 && j0 >= first_key(pos0 + q0 + BQ - 1)));
+    const bool interior = tile_interior(q0, pos0, j0, nk);
     float tmax[TR];  // the thread's maximum logit per row
 #if !RFA_SDPA
     float ew[TR * TC], en[TR * TC];  // E and the gate's energy per pair
 #endif
     [[unroll]] for (uint a = 0; a < TR; ++a) {
-      const uint r = tr + NR * a, qr = q0 + r, ii = pos0 + qr;
+      const uint r = tr + NR * a;
       tmax[a] = NEG_INF;
       [[unroll]] for (uint b2 = 0; b2 < TC; ++b2) {
-        const uint c = tc + S * b2, j = j0 + c, k = a * TC + b2;
-        const bool valid = interior || (qr < pc.n_new && c < nk && (!CAUSAL || (j <= ii && j >= first_key(ii))));
+        const uint c = tc + S * b2, k = a * TC + b2;
+        const bool valid = interior || tile_visible(q0, pos0, j0, nk, r, c);
         float logit = NEG_INF;
 #if RFA_SDPA
         if (valid) logit = s[k];

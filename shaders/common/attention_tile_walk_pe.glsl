@@ -74,8 +74,7 @@
     if (PREFETCH && KV_APART && j0 + BK < kv_end) prefetch_kv(tid, base, j0 + BK, kv_end, kpre, vpre);
     pe_j0 = j0;
     pe_nk = nk;
-    pe_interior = nk == BK && q0 + BQ <= pc.n_new &&
-                  (!CAUSAL || (j0 + BK <= pos0 + q0 + 1 && j0 >= first_key(pos0 + q0 + BQ - 1)));
+    pe_interior = tile_interior(q0, pos0, j0, nk);
 
     // A and B: each key block's cross terms, then its logits per element; the tile's row maxima.
     CM_TYPE_C lg[NB];
@@ -140,24 +139,20 @@
   // Hand-over: the rows' statistics, one column of each broadcast matrix, through this subgroup's
   // own rows of tmat (columns [4, 4 + CMB) a scratch block, [0, 4) the statistics), then O.
   {
+    const uint NSTAT = RFA_SDPA != 0 ? 2 : 4;  // m, l (and the gate's me, le)
     CM_TYPE_C stat[4];
     stat[0] = mrow;
     stat[1] = lrow;
 #if !RFA_SDPA
     stat[2] = merow;
     stat[3] = lerow;
-#else
-    stat[2] = CM_TYPE_C(NEG_INF);
-    stat[3] = CM_TYPE_C(0.0);
 #endif
-    [[unroll]] for (uint k = 0; k < 4; ++k) {
+    [[unroll]] for (uint k = 0; k < NSTAT; ++k) {
       coopMatStore(stat[k], tmat, rb * VS + 4, VS, gl_CooperativeMatrixLayoutRowMajor);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
-      float v[CMB];
-      for (uint r = gl_SubgroupInvocationID; r < CMB; r += gl_SubgroupSize) v[r] = tmat[(rb + r) * VS + 4];
-      subgroupBarrier();
-      for (uint r = gl_SubgroupInvocationID; r < CMB; r += gl_SubgroupSize) tmat[(rb + r) * VS + k] = v[r];
+      // Each lane its rows' column 0 of the block into column k (read before the next store).
+      for (uint r = gl_SubgroupInvocationID; r < CMB; r += gl_SubgroupSize) tmat[(rb + r) * VS + k] = tmat[(rb + r) * VS + 4];
       subgroupMemoryBarrierShared();
       subgroupBarrier();
     }

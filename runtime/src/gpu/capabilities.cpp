@@ -130,8 +130,6 @@ bool probe_coopmat_nv(VkInstance instance, VkPhysicalDevice phys) {
       return true;
   return false;
 }
-// The side of the square subgroup-scope VK_KHR_cooperative_matrix shape of fp16 A/B and fp32 C and
-// result that the attention tile's *_tile_ck kernels can use: 16 where listed, else 8, else 0.
 // VK_NV_cooperative_matrix2 with the three features the *_tile_pe kernels declare.
 bool probe_coopmat_nv2(VkPhysicalDevice phys) {
   if (!device_has_extension(phys, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) return false;
@@ -141,6 +139,8 @@ bool probe_coopmat_nv2(VkPhysicalDevice phys) {
   vkGetPhysicalDeviceFeatures2(phys, &f2);
   return f.cooperativeMatrixReductions && f.cooperativeMatrixConversions && f.cooperativeMatrixPerElementOperations;
 }
+// The side of the square subgroup-scope VK_KHR_cooperative_matrix shape of fp16 A/B and fp32 C and
+// result that the attention tile's *_tile_ck kernels can use: 16 where listed, else 8, else 0.
 uint32_t probe_coopmat_khr(VkInstance instance, VkPhysicalDevice phys) {
   if (!device_has_extension(phys, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME)) return 0;
   if (!matrices_in_compute(
@@ -165,11 +165,15 @@ uint32_t probe_coopmat_khr(VkInstance instance, VkPhysicalDevice phys) {
 }
 }  // namespace
 
-uint32_t subgroup_layout_size(const Capabilities& c, uint32_t workgroup) {
-  if (!c.subgroup_size_control || workgroup == 0) return 0;
+uint32_t required_subgroup_size(const Capabilities& c) {
   const uint32_t lo = c.min_subgroup_size ? c.min_subgroup_size : c.subgroup_size;
   const uint32_t hi = c.max_subgroup_size ? c.max_subgroup_size : c.subgroup_size;
-  const uint32_t size = std::clamp(c.subgroup_size, lo, std::max(lo, hi));
+  return std::clamp(c.subgroup_size, lo, std::max(lo, hi));
+}
+
+uint32_t subgroup_layout_size(const Capabilities& c, uint32_t workgroup) {
+  if (!c.subgroup_size_control || workgroup == 0) return 0;
+  const uint32_t size = required_subgroup_size(c);
   if (size == 0 || (size & (size - 1)) != 0 || workgroup % size != 0) return 0;
   if (c.max_workgroup_subgroups != 0 && workgroup / size > c.max_workgroup_subgroups) return 0;
   return size;

@@ -141,6 +141,9 @@ bool choose_unified_memory(const Capabilities& c);
 // [min, max]; 0 where the device cannot require a size in compute, or the workgroup is not whole
 // subgroups of it (or more than maxComputeWorkgroupSubgroups of them). Pure: tested on faked structs.
 uint32_t subgroup_layout_size(const Capabilities& c, uint32_t workgroup);
+// The size subgroup_layout_size asks for, whatever the workgroup: the device's default subgroup
+// size within its [min, max] (a layout sizes its workgroup from it: the per-element matrix tile).
+uint32_t required_subgroup_size(const Capabilities& c);
 
 // Fills the struct from a physical device (queries only; creates nothing). `instance_api_version`
 // is the apiVersion the instance was created with (it bounds the SPIR-V the device takes).

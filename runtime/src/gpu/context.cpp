@@ -329,14 +329,14 @@ Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) 
     chain(coopmat_khr);
     exts.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
   }
-  // Per-element operations, row reductions and accumulator conversions for the *_tile_pe kernels
-  // (KernelOptions::attention_coopmat_per_element).
   // LocalSizeId (the workgroup size of SPIR-V 1.6 modules: the *_tile_pe kernels). Core in 1.3.
   VkPhysicalDeviceMaintenance4Features maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_FEATURES};
   if (caps.maintenance4) {
     maintenance4.maintenance4 = VK_TRUE;
     chain(maintenance4);
   }
+  // Per-element operations, row reductions and accumulator conversions for the *_tile_pe kernels
+  // (KernelOptions::attention_coopmat_per_element).
   VkPhysicalDeviceCooperativeMatrix2FeaturesNV coopmat2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
   if (caps.coopmat_nv2) {
     coopmat2.cooperativeMatrixReductions = VK_TRUE;

@@ -346,9 +346,7 @@ bool choose_tile(const gpu::Capabilities& caps, uint32_t dim, bool f16, bool gat
 // the hand-over (L >= block). 64 rows x 64 keys, K and V in two tiles where they fit (two barriers
 // a key tile), else V over K (four); keys, then rows, halved until the tile fits.
 bool choose_tile_pe(const gpu::Capabilities& caps, uint32_t dim, uint32_t block, uint32_t wg_forced, AttentionTiling& t) {
-  const uint32_t lo = caps.min_subgroup_size ? caps.min_subgroup_size : caps.subgroup_size;
-  const uint32_t hi = caps.max_subgroup_size ? caps.max_subgroup_size : caps.subgroup_size;
-  const uint32_t lanes = std::clamp(caps.subgroup_size, lo, std::max(lo, hi));  // subgroup_layout_size's choice
+  const uint32_t lanes = gpu::required_subgroup_size(caps);
   if (block == 0 || lanes < block || !subgroup_shuffles(caps)) return false;
   auto fit = [&](bool apart, uint32_t& bq, uint32_t& bk) {
     bq = 64;
